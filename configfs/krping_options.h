@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * krping session options: the settings of one test session and their
+ * strict text form.
+ *
+ * This unit is pure C on top of the kernel's string and socket-address
+ * helpers; it has no ib_core dependency so that KUnit can run it on UML.
+ * The configfs attributes and the legacy "options" string both go through
+ * krping_option_set(), so every input path validates the same way.
+ */
+#ifndef KRPING_OPTIONS_H
+#define KRPING_OPTIONS_H
+
+#include <linux/types.h>
+#include <linux/socket.h>
+#include <linux/if.h>
+
+enum krping_role {
+	KRPING_ROLE_NONE,
+	KRPING_ROLE_CLIENT,
+	KRPING_ROLE_SERVER,
+};
+
+enum krping_test {
+	KRPING_TEST_PING,
+	KRPING_TEST_WLAT,
+	KRPING_TEST_RLAT,
+	KRPING_TEST_BW,
+	KRPING_TEST_FR,
+};
+
+enum krping_mem_mode {
+	KRPING_MEM_REG,		/* fast registration, the default */
+	KRPING_MEM_DMA,		/* PD with the unsafe global rkey */
+};
+
+#define KRPING_DEFAULT_PORT	7174	/* rping's default port */
+#define KRPING_DEFAULT_SIZE	64	/* rping's default size */
+#define KRPING_DEFAULT_TXDEPTH	64
+#define KRPING_MIN_SIZE		1
+#define KRPING_MAX_SIZE		(4U << 20)	/* largest kmalloc on x86 */
+#define KRPING_MIN_TXDEPTH	4	/* ping chains INV + REG + op + SEND */
+#define KRPING_MAX_TXDEPTH	16384
+
+/* Longest canonical options string, terminating NUL included. */
+#define KRPING_OPTIONS_MAX	256
+
+/**
+ * struct krping_options - the settings of one krping session
+ * @role: client or server; NONE until set
+ * @addr: server address (client: where to connect, server: where to
+ *	listen); ss_family is AF_UNSPEC until set. For IPv6 the port field
+ *	is left zero; @port holds the port.
+ * @scope: interface name of an IPv6 link-local address ("fe80::1%eth0"),
+ *	empty if none. Resolved to an ifindex when the session starts.
+ * @port: TCP-style port space port number, host order
+ * @count: iterations to run, 0 = until stopped
+ * @size: bytes per ping buffer
+ * @test: which test to run
+ * @mem_mode: how RDMA buffers are registered
+ * @txdepth: send queue depth
+ * @tos: IP type of service of the connection
+ * @validate: compare the returned ping data with what was sent
+ * @verbose: log each ping's data (dynamic debug)
+ * @duplex: bidirectional bandwidth test (bw only)
+ * @poll: busy-poll the CQ instead of sleeping on completion events
+ * @server_inv: server invalidates the client's rkey with SEND_WITH_INV
+ * @local_dma_lkey: use the PD's local DMA lkey instead of registering
+ * @read_inv: server uses READ_WITH_INV (iWARP only, needs reg)
+ */
+struct krping_options {
+	enum krping_role role;
+	struct sockaddr_storage addr;
+	char scope[IFNAMSIZ];
+	u16 port;
+	u32 count;
+	u32 size;
+	enum krping_test test;
+	enum krping_mem_mode mem_mode;
+	u32 txdepth;
+	u8 tos;
+	bool validate;
+	bool verbose;
+	bool duplex;
+	bool poll;
+	bool server_inv;
+	bool local_dma_lkey;
+	bool read_inv;
+};
+
+/* Fill @opts with the defaults of a freshly created session. */
+void krping_options_init(struct krping_options *opts);
+
+/*
+ * Set one option by its attribute name ("size", "addr", "role", ...) from
+ * its text form. @val is NUL terminated; one trailing newline is allowed.
+ * Returns 0, -EINVAL (malformed, unknown name or enum) or -ERANGE (a number
+ * out of the option's range). On error @opts is unchanged.
+ */
+int krping_option_set(struct krping_options *opts, const char *name,
+		      const char *val);
+
+/*
+ * Print one option's value as its attribute shows it, followed by a
+ * newline, into @buf of @size bytes. Returns the length written (as
+ * scnprintf does) or -EINVAL for an unknown name.
+ */
+int krping_option_show(const struct krping_options *opts, const char *name,
+		       char *buf, size_t size);
+
+/*
+ * Parse a legacy krping option string ("client,addr=10.9.0.1,port=9999,
+ * count=100,validate"; every option name of the original krping). The
+ * string describes a whole session: options not named take their default.
+ * All or nothing: on error @opts is unchanged. Returns 0, -EINVAL or -ERANGE.
+ */
+int krping_options_parse(struct krping_options *opts, const char *str);
+
+/*
+ * Print the canonical option string of @opts (parseable by
+ * krping_options_parse() into equal settings) followed by a newline.
+ * Returns the length written, as scnprintf does.
+ */
+int krping_options_format(const struct krping_options *opts, char *buf,
+			  size_t size);
+
+/*
+ * Check that the settings make a runnable session: a role and an address
+ * are set, and no options conflict (read_inv or server_inv without reg,
+ * duplex without bw, ...). Returns 0 or -EINVAL. Whether the test itself is
+ * implemented is the engine's business, not this function's.
+ */
+int krping_options_validate(const struct krping_options *opts);
+
+/* True if both hold the same settings (used by the round-trip tests). */
+bool krping_options_equal(const struct krping_options *a,
+			  const struct krping_options *b);
+
+#endif /* KRPING_OPTIONS_H */
