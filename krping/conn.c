@@ -1,0 +1,743 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The connection of a run: rdma_cm setup and teardown, the queues and
+ * buffers, work request posting and the waits of the run's thread.
+ *
+ * Every wait sleeps interruptibly on run->wq with kthread_should_stop()
+ * in its condition, so start=0, rmdir and SIGKILL end a run at any point.
+ * CM events and completions only record facts and wake the thread; the
+ * thread alone creates and destroys resources.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kthread.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+
+#include "run.h"
+
+#define KRPING_RESOLVE_TIMEOUT_MS	2000
+/* After a disconnect, how long flushed work may take to come back. */
+#define KRPING_FLUSH_TIMEOUT		(5 * HZ)
+#define KRPING_RECV_DEPTH		1
+#define KRPING_MSG_SIZE			sizeof(struct krping_rdma_info)
+
+static const char *run_name(const struct krping_run *run)
+{
+	return config_item_name(&run->sess->item);
+}
+
+static void krping_fail(struct krping_run *run, int err)
+{
+	cmpxchg(&run->error, 0, err);
+	wake_up(&run->wq);
+}
+
+static bool krping_broken(const struct krping_run *run)
+{
+	return READ_ONCE(run->error) || READ_ONCE(run->disconnected) ||
+	       READ_ONCE(run->flushed);
+}
+
+/* Why a wait ended without reaching its goal. */
+static int krping_wait_result(const struct krping_run *run, int wait_ret)
+{
+	if (wait_ret || kthread_should_stop())
+		return -EINTR;
+	if (READ_ONCE(run->error))
+		return READ_ONCE(run->error);
+	return -ECONNRESET;
+}
+
+static int krping_wait_cm(struct krping_run *run, int milestone)
+{
+	int ret;
+
+	ret = wait_event_interruptible(run->wq,
+				       test_bit(milestone, &run->cm_flags) ||
+				       krping_broken(run) ||
+				       kthread_should_stop());
+	if (test_bit(milestone, &run->cm_flags))
+		return 0;
+	return krping_wait_result(run, ret);
+}
+
+static bool krping_reached(const int *counter, int target)
+{
+	return krping_read_count(counter) - target >= 0;
+}
+
+/**
+ * krping_wait_count() - wait for a completion counter to reach a target
+ * @run: the run
+ * @counter: one of run->recv_count, send_count, rdma_count
+ * @target: the value to wait for
+ *
+ * When the peer disconnects first, the completion may still be queued:
+ * move our QP to the error state and let the flush decide, since flushed
+ * work completes after every successful completion before it.
+ *
+ * Return: 0, -EINTR when told to stop, the run's error, or -ECONNRESET.
+ */
+int krping_wait_count(struct krping_run *run, const int *counter, int target)
+{
+	int ret;
+
+	ret = wait_event_interruptible(run->wq,
+				       krping_reached(counter, target) ||
+				       krping_broken(run) ||
+				       kthread_should_stop());
+	if (krping_reached(counter, target))
+		return 0;
+	if (!ret && !kthread_should_stop() && !READ_ONCE(run->error) &&
+	    !READ_ONCE(run->flushed)) {
+		rdma_disconnect(run->conn_id);
+		wait_event_timeout(run->wq,
+				   krping_reached(counter, target) ||
+				   READ_ONCE(run->error) ||
+				   READ_ONCE(run->flushed),
+				   KRPING_FLUSH_TIMEOUT);
+		if (krping_reached(counter, target))
+			return 0;
+	}
+	return krping_wait_result(run, ret);
+}
+
+/**
+ * krping_wait_disconnect() - wait for the peer to end the connection
+ * @run: the run
+ * @timeout: in jiffies
+ *
+ * Return: 0 on disconnect or timeout, -EINTR when told to stop.
+ */
+int krping_wait_disconnect(struct krping_run *run, unsigned long timeout)
+{
+	long ret;
+
+	ret = wait_event_interruptible_timeout(run->wq,
+					       krping_broken(run) ||
+					       kthread_should_stop(),
+					       timeout);
+	if (ret < 0 || kthread_should_stop())
+		return -EINTR;
+	return 0;
+}
+
+static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct krping_run *run = id->context;
+
+	pr_debug("%s: %s, status %d\n", run_name(run), rdma_event_msg(ev->event),
+		 ev->status);
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		set_bit(KRPING_CM_ADDR_RESOLVED, &run->cm_flags);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		set_bit(KRPING_CM_ROUTE_RESOLVED, &run->cm_flags);
+		break;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		/* One connection per server session; refuse the others. */
+		if (READ_ONCE(run->child))
+			return -EBUSY;
+		WRITE_ONCE(run->child, id);
+		set_bit(KRPING_CM_CONNECT_REQUEST, &run->cm_flags);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		set_bit(KRPING_CM_ESTABLISHED, &run->cm_flags);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		krping_fail(run, ev->status < 0 ? ev->status : -EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		krping_fail(run, ev->status < 0 ? ev->status : -ENETUNREACH);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		krping_fail(run, ev->status < 0 ? ev->status : -EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		krping_fail(run, -ECONNREFUSED);
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		krping_fail(run, ev->status < 0 ? ev->status : -ECONNABORTED);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		WRITE_ONCE(run->disconnected, true);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		krping_fail(run, -ENODEV);
+		break;
+	default:
+		break;
+	}
+	wake_up(&run->wq);
+	return 0;
+}
+
+static int krping_wc_errno(enum ib_wc_status status)
+{
+	switch (status) {
+	case IB_WC_REM_ACCESS_ERR:
+	case IB_WC_LOC_PROT_ERR:
+	case IB_WC_MW_BIND_ERR:
+		return -EACCES;
+	case IB_WC_RETRY_EXC_ERR:
+	case IB_WC_RNR_RETRY_EXC_ERR:
+		return -ETIMEDOUT;
+	case IB_WC_LOC_LEN_ERR:
+	case IB_WC_REM_INV_REQ_ERR:
+		return -EMSGSIZE;
+	default:
+		return -EIO;
+	}
+}
+
+/* Check a completion; record what a failed one means for the run. */
+static bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc,
+			 const char *what)
+{
+	if (likely(wc->status == IB_WC_SUCCESS))
+		return true;
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		WRITE_ONCE(run->flushed, true);
+		wake_up(&run->wq);
+	} else {
+		pr_debug("%s: %s failed: %s (vendor error %#x)\n",
+			 run_name(run), what, ib_wc_status_msg(wc->status),
+			 wc->vendor_err);
+		krping_fail(run, krping_wc_errno(wc->status));
+	}
+	return false;
+}
+
+static void krping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krping_run *run = cq->cq_context;
+	struct krping_stats *st = &run->sess->stats;
+
+	if (!krping_wc_ok(run, wc, "RECV"))
+		return;
+	if (wc->byte_len != KRPING_MSG_SIZE) {
+		krping_fail(run, -EPROTO);
+		return;
+	}
+	ib_dma_sync_single_for_cpu(run->pd->device, run->recv_buf.dma,
+				   KRPING_MSG_SIZE, DMA_FROM_DEVICE);
+	memcpy(&run->rx, run->recv_buf.addr, KRPING_MSG_SIZE);
+	run->rx_inv_rkey = wc->wc_flags & IB_WC_WITH_INVALIDATE ?
+			   wc->ex.invalidate_rkey : 0;
+	atomic64_inc(&st->recv_msgs);
+	atomic64_add(wc->byte_len, &st->recv_bytes);
+	krping_count_inc(&run->recv_count);
+	wake_up(&run->wq);
+}
+
+static void krping_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krping_run *run = cq->cq_context;
+	struct krping_stats *st = &run->sess->stats;
+
+	if (!krping_wc_ok(run, wc, "SEND"))
+		return;
+	atomic64_inc(&st->send_msgs);
+	atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
+	krping_count_inc(&run->send_count);
+	wake_up(&run->wq);
+}
+
+static void krping_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krping_run *run = cq->cq_context;
+	struct krping_stats *st = &run->sess->stats;
+
+	if (!krping_wc_ok(run, wc, "RDMA"))
+		return;
+	if (wc->opcode == IB_WC_RDMA_READ) {
+		atomic64_inc(&st->read_msgs);
+		atomic64_add(run->rdma_len, &st->read_bytes);
+	} else {
+		atomic64_inc(&st->write_msgs);
+		atomic64_add(run->rdma_len, &st->write_bytes);
+	}
+	krping_count_inc(&run->rdma_count);
+	wake_up(&run->wq);
+}
+
+static void krping_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	krping_wc_ok(cq->cq_context, wc, "REG_MR/LOCAL_INV");
+}
+
+static int krping_buf_alloc(struct krping_run *run, struct krping_buf *b,
+			    u32 size)
+{
+	struct ib_device *dev = run->pd->device;
+
+	b->addr = kzalloc(size, GFP_KERNEL | __GFP_NOWARN);
+	if (!b->addr)
+		return -ENOMEM;
+	b->dma = ib_dma_map_single(dev, b->addr, size, DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(dev, b->dma)) {
+		kfree(b->addr);
+		b->addr = NULL;
+		return -ENOMEM;
+	}
+	b->size = size;
+	return 0;
+}
+
+static void krping_buf_free(struct krping_run *run, struct krping_buf *b)
+{
+	if (!b->addr)
+		return;
+	ib_dma_unmap_single(run->pd->device, b->dma, b->size,
+			    DMA_BIDIRECTIONAL);
+	kfree(b->addr);
+	b->addr = NULL;
+}
+
+static int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
+			   struct krping_buf *b)
+{
+	u32 pages = DIV_ROUND_UP(offset_in_page(b->addr) + b->size, PAGE_SIZE);
+
+	if (pages > run->pd->device->attrs.max_fast_reg_page_list_len)
+		return -EMSGSIZE;
+	m->mr = ib_alloc_mr(run->pd, IB_MR_TYPE_MEM_REG, pages);
+	if (IS_ERR(m->mr)) {
+		int ret = PTR_ERR(m->mr);
+
+		m->mr = NULL;
+		return ret;
+	}
+	m->buf = b;
+	m->valid = false;
+	return 0;
+}
+
+/* Queues, buffers and registrations of a run, on @id's device. */
+static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
+{
+	const struct krping_options *o = run->opts;
+	bool client = o->role == KRPING_ROLE_CLIENT;
+	struct ib_device *dev = id->device;
+	struct ib_qp_init_attr qp_attr = {};
+	int ret;
+
+	run->conn_id = id;
+	krping_session_set_device(run->sess, dev);
+
+	if (o->read_inv && !rdma_cap_read_inv(dev, id->port_num))
+		return -EOPNOTSUPP;
+
+	run->pd = ib_alloc_pd(dev, o->mem_mode == KRPING_MEM_DMA ?
+			      IB_PD_UNSAFE_GLOBAL_RKEY : 0);
+	if (IS_ERR(run->pd)) {
+		ret = PTR_ERR(run->pd);
+		run->pd = NULL;
+		return ret;
+	}
+
+	/* Room for a full send queue, the receive and both drain WRs. */
+	run->cq = ib_alloc_cq(dev, run, o->txdepth + KRPING_RECV_DEPTH + 3, 0,
+			      IB_POLL_SOFTIRQ);
+	if (IS_ERR(run->cq)) {
+		ret = PTR_ERR(run->cq);
+		run->cq = NULL;
+		return ret;
+	}
+
+	qp_attr.send_cq = run->cq;
+	qp_attr.recv_cq = run->cq;
+	qp_attr.qp_type = IB_QPT_RC;
+	qp_attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	/* One extra slot on each queue for ib_drain_qp(). */
+	qp_attr.cap.max_send_wr = o->txdepth + 1;
+	qp_attr.cap.max_recv_wr = KRPING_RECV_DEPTH + 1;
+	qp_attr.cap.max_send_sge = 1;
+	qp_attr.cap.max_recv_sge = 1;
+	ret = rdma_create_qp(id, run->pd, &qp_attr);
+	if (ret)
+		return ret;
+	run->qp = id->qp;
+
+	ret = krping_buf_alloc(run, &run->recv_buf, KRPING_MSG_SIZE);
+	if (!ret)
+		ret = krping_buf_alloc(run, &run->send_buf, KRPING_MSG_SIZE);
+	if (!ret)
+		ret = krping_buf_alloc(run, &run->rdma_buf, o->size);
+	if (!ret && client)
+		ret = krping_buf_alloc(run, &run->start_buf, o->size);
+	if (ret || o->mem_mode != KRPING_MEM_REG)
+		return ret;
+
+	if (client) {
+		ret = krping_mr_alloc(run, &run->start_mr, &run->start_buf);
+		if (!ret)
+			ret = krping_mr_alloc(run, &run->rdma_mr,
+					      &run->rdma_buf);
+	} else if (!o->local_dma_lkey) {
+		ret = krping_mr_alloc(run, &run->rdma_mr, &run->rdma_buf);
+	}
+	return ret;
+}
+
+static void krping_set_port(struct sockaddr_storage *ss, u16 port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+static int krping_create_id(struct krping_run *run)
+{
+	run->cm_id = rdma_create_id(&init_net, krping_cm_handler, run,
+				    RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(run->cm_id)) {
+		int ret = PTR_ERR(run->cm_id);
+
+		run->cm_id = NULL;
+		return ret;
+	}
+	if (run->opts->tos)
+		rdma_set_service_type(run->cm_id, run->opts->tos);
+	return 0;
+}
+
+static void krping_conn_param(struct rdma_conn_param *p)
+{
+	memset(p, 0, sizeof(*p));
+	/* The server RDMA READs from the client: one read in flight. */
+	p->responder_resources = 1;
+	p->initiator_depth = 1;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+/**
+ * krping_connect() - client: resolve, set up and connect
+ * @run: the run
+ *
+ * Return: 0 when connected with a receive posted, or a negative errno.
+ */
+int krping_connect(struct krping_run *run)
+{
+	struct sockaddr_storage dst = run->opts->addr;
+	struct rdma_conn_param param;
+	int ret;
+
+	krping_set_port(&dst, run->opts->port);
+	ret = krping_create_id(run);
+	if (ret)
+		return ret;
+
+	ret = rdma_resolve_addr(run->cm_id, NULL, (struct sockaddr *)&dst,
+				KRPING_RESOLVE_TIMEOUT_MS);
+	if (!ret)
+		ret = krping_wait_cm(run, KRPING_CM_ADDR_RESOLVED);
+	if (!ret)
+		ret = rdma_resolve_route(run->cm_id, KRPING_RESOLVE_TIMEOUT_MS);
+	if (!ret)
+		ret = krping_wait_cm(run, KRPING_CM_ROUTE_RESOLVED);
+	if (ret)
+		return ret;
+
+	krping_session_set_state(run->sess, KRPING_STATE_CONNECTING);
+	ret = krping_setup(run, run->cm_id);
+	if (!ret)
+		ret = krping_post_recv(run);
+	if (ret)
+		return ret;
+
+	krping_conn_param(&param);
+	ret = rdma_connect(run->cm_id, &param);
+	if (!ret)
+		ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
+	return ret;
+}
+
+/**
+ * krping_accept() - server: listen, take one connection and accept it
+ * @run: the run
+ *
+ * Return: 0 when connected with a receive posted, or a negative errno.
+ */
+int krping_accept(struct krping_run *run)
+{
+	struct sockaddr_storage src = run->opts->addr;
+	struct rdma_conn_param param;
+	struct rdma_cm_id *child;
+	int ret;
+
+	krping_set_port(&src, run->opts->port);
+	ret = krping_create_id(run);
+	if (ret)
+		return ret;
+
+	ret = rdma_bind_addr(run->cm_id, (struct sockaddr *)&src);
+	if (!ret)
+		ret = rdma_listen(run->cm_id, 1);
+	if (ret)
+		return ret;
+
+	krping_session_set_state(run->sess, KRPING_STATE_LISTENING);
+	ret = krping_wait_cm(run, KRPING_CM_CONNECT_REQUEST);
+	if (ret)
+		return ret;
+
+	krping_session_set_state(run->sess, KRPING_STATE_CONNECTING);
+	child = READ_ONCE(run->child);
+	ret = krping_setup(run, child);
+	if (!ret)
+		ret = krping_post_recv(run);
+	if (ret)
+		return ret;
+
+	krping_conn_param(&param);
+	/* Outside the CM handler rdma_accept() needs the handler lock. */
+	rdma_lock_handler(child);
+	ret = rdma_accept(child, &param);
+	rdma_unlock_handler(child);
+	if (!ret)
+		ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
+	return ret;
+}
+
+/**
+ * krping_teardown() - release everything a run created
+ * @run: the run
+ *
+ * The listening id goes first so that no new connection request can
+ * arrive; the QP is drained before the buffers its work pointed at are
+ * freed; the connection's id goes last, after its QP.
+ */
+void krping_teardown(struct krping_run *run)
+{
+	bool server = run->opts->role == KRPING_ROLE_SERVER;
+	struct rdma_cm_id *child;
+
+	if (server && run->cm_id) {
+		rdma_destroy_id(run->cm_id);
+		run->cm_id = NULL;
+	}
+	/* No handler runs any more that could set it. */
+	child = READ_ONCE(run->child);
+
+	if (run->qp) {
+		rdma_disconnect(run->conn_id);
+		ib_drain_qp(run->qp);
+		rdma_destroy_qp(run->conn_id);
+		run->qp = NULL;
+	}
+	if (run->start_mr.mr)
+		ib_dereg_mr(run->start_mr.mr);
+	if (run->rdma_mr.mr)
+		ib_dereg_mr(run->rdma_mr.mr);
+	if (run->pd) {
+		krping_buf_free(run, &run->recv_buf);
+		krping_buf_free(run, &run->send_buf);
+		krping_buf_free(run, &run->start_buf);
+		krping_buf_free(run, &run->rdma_buf);
+	}
+	if (run->cq)
+		ib_free_cq(run->cq);
+	if (run->pd)
+		ib_dealloc_pd(run->pd);
+	if (child)
+		rdma_destroy_id(child);
+	if (run->cm_id)
+		rdma_destroy_id(run->cm_id);
+}
+
+int krping_post_recv(struct krping_run *run)
+{
+	struct ib_sge sge = {
+		.addr = run->recv_buf.dma,
+		.length = KRPING_MSG_SIZE,
+		.lkey = run->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &run->recv_cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(run->pd->device, run->recv_buf.dma,
+				      KRPING_MSG_SIZE, DMA_FROM_DEVICE);
+	return ib_post_recv(run->qp, &wr, NULL);
+}
+
+/**
+ * krping_send_msg() - SEND one advertisement and wait for its completion
+ * @run: the run
+ * @addr: advertised buffer address
+ * @rkey: advertised rkey
+ * @size: advertised length
+ * @invalidate_rkey: if not 0, SEND_WITH_INV invalidating this rkey
+ *
+ * Return: 0 or a negative errno (see krping_wait_count()).
+ */
+int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
+		    u32 invalidate_rkey)
+{
+	struct krping_rdma_info *info = run->send_buf.addr;
+	struct ib_sge sge = {
+		.addr = run->send_buf.dma,
+		.length = KRPING_MSG_SIZE,
+		.lkey = run->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &run->send_cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = invalidate_rkey ? IB_WR_SEND_WITH_INV : IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.invalidate_rkey = invalidate_rkey,
+	};
+	int target = run->send_count + 1;
+	int ret;
+
+	info->buf = cpu_to_be64(addr);
+	info->rkey = cpu_to_be32(rkey);
+	info->size = cpu_to_be32(size);
+	ib_dma_sync_single_for_device(run->pd->device, run->send_buf.dma,
+				      KRPING_MSG_SIZE, DMA_TO_DEVICE);
+	ret = ib_post_send(run->qp, &wr, NULL);
+	if (ret)
+		return ret;
+	return krping_wait_count(run, &run->send_count, target);
+}
+
+/*
+ * Build [LOCAL_INV +] REG_MR for @m: a still valid registration is
+ * invalidated first and the MR gets a new key, so that a peer can never
+ * use a stale rkey. Returns the first WR of the chain in @first.
+ */
+static int krping_build_reg(struct krping_run *run, struct krping_mr *m,
+			    int access, struct ib_send_wr *inv,
+			    struct ib_reg_wr *reg, struct ib_send_wr **first)
+{
+	struct scatterlist sg;
+	int n;
+
+	*first = &reg->wr;
+	if (m->valid) {
+		inv->opcode = IB_WR_LOCAL_INV;
+		inv->ex.invalidate_rkey = m->mr->rkey;
+		inv->wr_cqe = &run->reg_cqe;
+		inv->send_flags = IB_SEND_SIGNALED;
+		inv->next = &reg->wr;
+		*first = inv;
+	}
+	ib_update_fast_reg_key(m->mr, (u8)ib_inc_rkey(m->mr->rkey));
+
+	sg_init_table(&sg, 1);
+	sg_dma_address(&sg) = m->buf->dma;
+	sg_dma_len(&sg) = m->buf->size;
+	n = ib_map_mr_sg(m->mr, &sg, 1, NULL, PAGE_SIZE);
+	if (n != 1)
+		return n < 0 ? n : -EINVAL;
+
+	reg->wr.opcode = IB_WR_REG_MR;
+	reg->wr.wr_cqe = &run->reg_cqe;
+	reg->wr.send_flags = IB_SEND_SIGNALED;
+	reg->mr = m->mr;
+	reg->key = m->mr->rkey;
+	reg->access = access;
+	return 0;
+}
+
+/**
+ * krping_post_reg() - fast-register the buffer of @m
+ * @run: the run
+ * @m: the MR and the buffer it covers
+ * @access: IB_ACCESS_* rights of the new registration
+ *
+ * Work on the send queue executes in order, so a SEND posted after this
+ * may advertise the new key at once.
+ *
+ * Return: 0 or a negative errno from mapping or posting.
+ */
+int krping_post_reg(struct krping_run *run, struct krping_mr *m, int access)
+{
+	struct ib_send_wr inv = {}, *first;
+	struct ib_reg_wr reg = {};
+	int ret;
+
+	ret = krping_build_reg(run, m, access, &inv, &reg, &first);
+	if (!ret)
+		ret = ib_post_send(run->qp, first, NULL);
+	if (!ret)
+		m->valid = true;
+	return ret;
+}
+
+/**
+ * krping_rdma() - one RDMA READ or WRITE, and wait for its completion
+ * @run: the run
+ * @opcode: IB_WR_RDMA_READ, IB_WR_RDMA_READ_WITH_INV or IB_WR_RDMA_WRITE
+ * @sge: the local side; with @reg its address and lkey are filled in
+ * @remote_addr: the peer's buffer
+ * @rkey: the peer's key
+ * @reg: if not NULL, fast-register this MR first (chained) and use it
+ * @reg_access: access rights of that registration
+ *
+ * READ_WITH_INV invalidates @reg's registration when it completes.
+ *
+ * Return: 0 or a negative errno.
+ */
+int krping_rdma(struct krping_run *run, enum ib_wr_opcode opcode,
+		struct ib_sge *sge, u64 remote_addr, u32 rkey,
+		struct krping_mr *reg, int reg_access)
+{
+	struct ib_send_wr inv = {}, *first;
+	struct ib_reg_wr regwr = {};
+	struct ib_rdma_wr wr = {};
+	int target = run->rdma_count + 1;
+	int ret;
+
+	wr.wr.opcode = opcode;
+	wr.wr.wr_cqe = &run->rdma_cqe;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr.sg_list = sge;
+	wr.wr.num_sge = 1;
+	wr.remote_addr = remote_addr;
+	wr.rkey = rkey;
+	first = &wr.wr;
+
+	if (reg) {
+		ret = krping_build_reg(run, reg, reg_access, &inv, &regwr,
+				       &first);
+		if (ret)
+			return ret;
+		regwr.wr.next = &wr.wr;
+		sge->addr = reg->mr->iova;
+		sge->lkey = reg->mr->lkey;
+		if (opcode == IB_WR_RDMA_READ_WITH_INV)
+			wr.wr.ex.invalidate_rkey = reg->mr->lkey;
+	}
+	run->rdma_len = sge->length;
+
+	ret = ib_post_send(run->qp, first, NULL);
+	if (ret)
+		return ret;
+	/* READ_WITH_INV leaves the registration invalid when it is done. */
+	if (reg)
+		reg->valid = opcode != IB_WR_RDMA_READ_WITH_INV;
+	return krping_wait_count(run, &run->rdma_count, target);
+}
+
+/* Called once per run before anything is posted. */
+void krping_run_init(struct krping_run *run, struct krping_session *sess,
+		     const struct krping_options *opts)
+{
+	run->sess = sess;
+	run->opts = opts;
+	init_waitqueue_head(&run->wq);
+	run->recv_cqe.done = krping_recv_done;
+	run->send_cqe.done = krping_send_done;
+	run->rdma_cqe.done = krping_rdma_done;
+	run->reg_cqe.done = krping_reg_done;
+}

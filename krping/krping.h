@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * krping internals shared by the engine, the configfs control plane and
+ * the sysfs results.
+ */
+#ifndef KRPING_H
+#define KRPING_H
+
+#include <linux/atomic.h>
+#include <linux/configfs.h>
+#include <linux/kobject.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/spinlock.h>
+#include <rdma/ib_verbs.h>
+
+#include "../configfs/krping_options.h"
+
+/* Life of a session, as shown by /sys/kernel/krping/<name>/state. */
+enum krping_state {
+	KRPING_STATE_IDLE,
+	KRPING_STATE_RESOLVING,
+	KRPING_STATE_LISTENING,
+	KRPING_STATE_CONNECTING,
+	KRPING_STATE_RUNNING,
+	KRPING_STATE_DONE,
+	KRPING_STATE_FAILED,
+	KRPING_STATE_STOPPED,
+};
+
+/* Counters of one run, updated from completion handlers. */
+struct krping_stats {
+	atomic64_t send_bytes;
+	atomic64_t send_msgs;
+	atomic64_t recv_bytes;
+	atomic64_t recv_msgs;
+	atomic64_t write_bytes;
+	atomic64_t write_msgs;
+	atomic64_t read_bytes;
+	atomic64_t read_msgs;
+	atomic64_t iterations;
+};
+
+struct krping_results;
+
+/**
+ * struct krping_session - one test session (a configfs directory)
+ * @item: the configfs item; its release frees the session
+ * @lock: serialises option changes, start and stop
+ * @opts: current settings, under @lock
+ * @run_opts: settings of the current or last run, read by its thread
+ * @task: thread of the current or last run (a task reference is held),
+ *	NULL if none; under @lock
+ * @dropped: the directory was removed; no new run may start
+ * @state: enum krping_state, written by the run thread or under @lock
+ * @error: negative errno of a failed run, 0 otherwise
+ * @device_lock: protects @device
+ * @device: name of the RDMA device of the current or last run
+ * @stats: counters of the current or last run
+ * @results: the sysfs directory of this session
+ */
+struct krping_session {
+	struct config_item item;
+	struct mutex lock;		/* see the kernel-doc above */
+	struct krping_options opts;
+	struct krping_options run_opts;
+	struct task_struct *task;
+	bool dropped;
+	int state;
+	int error;
+	spinlock_t device_lock;		/* protects @device */
+	char device[IB_DEVICE_NAME_MAX];
+	struct krping_stats stats;
+	struct krping_results *results;
+};
+
+/* session.c */
+struct krping_session *krping_session_create(const char *name);
+void krping_session_drop(struct krping_session *sess);
+void krping_session_free(struct krping_session *sess);
+int krping_session_start(struct krping_session *sess);
+void krping_session_stop(struct krping_session *sess);
+bool krping_session_active(const struct krping_session *sess);
+void krping_session_set_state(struct krping_session *sess, int state);
+void krping_session_set_device(struct krping_session *sess,
+			       const struct ib_device *dev);
+const char *krping_state_name(int state);
+
+/* results.c: /sys/kernel/krping */
+int krping_results_init(void);
+void krping_results_exit(void);
+struct krping_results *krping_results_add(struct krping_session *sess,
+					  const char *name);
+void krping_results_remove(struct krping_results *res);
+void krping_results_notify_state(struct krping_results *res);
+
+/* configfs.c: /sys/kernel/config/krping */
+int krping_configfs_init(void);
+void krping_configfs_exit(void);
+
+/* ping.c: the body of a run, called in the session's thread */
+int krping_run(struct krping_session *sess, const struct krping_options *opts);
+
+#endif /* KRPING_H */

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The ping-pong test, as rdma-core's rping does it:
+ *
+ *   client                              server
+ *   SEND advertisement of start_buf  -> RDMA READ it into rdma_buf
+ *                                    <- SEND go-ahead
+ *   SEND advertisement of rdma_buf   -> RDMA WRITE rdma_buf into it
+ *                                    <- SEND go-ahead
+ *   compare start_buf and rdma_buf (validate)
+ *
+ * With mem_mode=reg the client fast-registers each buffer before it
+ * advertises it (with a new key each time); the server registers its
+ * buffer before each READ and WRITE unless local_dma_lkey is set.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "run.h"
+
+/* How long a server that ran its count waits for the client to leave. */
+#define KRPING_LINGER_TIMEOUT	(30 * HZ)
+/* Longest prefix of the ping data that verbose logs. */
+#define KRPING_VERBOSE_MAX	64
+
+/*
+ * rping's data: "rdma-ping-<n>: " then the printable characters from 'A'
+ * to 'z' rotating, starting one further each iteration, NUL last.
+ */
+static void krping_fill(char *buf, u32 size, u32 iter, char *start)
+{
+	u32 i;
+	int len;
+	char c;
+
+	len = snprintf(buf, size, "rdma-ping-%u: ", iter);
+	for (i = min_t(u32, len, size), c = *start; i < size; i++) {
+		buf[i] = c;
+		if (++c > 'z')
+			c = 'A';
+	}
+	if (++*start > 'z')
+		*start = 'A';
+	buf[size - 1] = '\0';
+}
+
+/* Advertise @b (registered through @m in reg mode) and await the answer. */
+static int krping_advertise(struct krping_run *run, struct krping_buf *b,
+			    struct krping_mr *m, int access)
+{
+	u64 addr = b->dma;
+	u32 rkey = run->pd->unsafe_global_rkey;
+	int ret;
+
+	if (run->opts->mem_mode == KRPING_MEM_REG) {
+		ret = krping_post_reg(run, m, access);
+		if (ret)
+			return ret;
+		addr = m->mr->iova;
+		rkey = m->mr->rkey;
+	}
+	ret = krping_send_msg(run, addr, rkey, b->size, 0);
+	if (!ret)
+		ret = krping_wait_count(run, &run->recv_count,
+					++run->recv_expected);
+	if (ret)
+		return ret;
+	/* server_inv: the go-ahead already invalidated the key. */
+	if (m->mr && run->rx_inv_rkey == m->mr->rkey)
+		m->valid = false;
+	return krping_post_recv(run);
+}
+
+static int krping_client_loop(struct krping_run *run)
+{
+	const struct krping_options *o = run->opts;
+	struct krping_stats *st = &run->sess->stats;
+	char *src = run->start_buf.addr, *dst = run->rdma_buf.addr;
+	struct ib_device *dev = run->pd->device;
+	char start = 'A';
+	u32 iter;
+	int ret;
+
+	for (iter = 0; !o->count || iter < o->count; iter++) {
+		krping_fill(src, o->size, iter, &start);
+		/* Anything but the expected data, so that a lost WRITE shows. */
+		memset(dst, ~src[0], o->size);
+		ib_dma_sync_single_for_device(dev, run->start_buf.dma, o->size,
+					      DMA_BIDIRECTIONAL);
+		ib_dma_sync_single_for_device(dev, run->rdma_buf.dma, o->size,
+					      DMA_BIDIRECTIONAL);
+
+		ret = krping_advertise(run, &run->start_buf, &run->start_mr,
+				       IB_ACCESS_REMOTE_READ);
+		if (!ret)
+			ret = krping_advertise(run, &run->rdma_buf,
+					       &run->rdma_mr,
+					       IB_ACCESS_LOCAL_WRITE |
+					       IB_ACCESS_REMOTE_WRITE);
+		if (ret)
+			return ret;
+
+		ib_dma_sync_single_for_cpu(dev, run->rdma_buf.dma, o->size,
+					   DMA_BIDIRECTIONAL);
+		if (o->verbose)
+			pr_info("%s: ping data: %.*s\n",
+				config_item_name(&run->sess->item),
+				(int)min_t(u32, o->size, KRPING_VERBOSE_MAX),
+				dst);
+		if (o->validate && memcmp(src, dst, o->size)) {
+			pr_debug("%s: iteration %u: data mismatch\n",
+				 config_item_name(&run->sess->item), iter);
+			return -EBADMSG;
+		}
+		atomic64_inc(&st->iterations);
+	}
+	return 0;
+}
+
+/* Take the client's next advertisement; check it fits our buffer. */
+static int krping_server_recv_adv(struct krping_run *run, u64 *addr,
+				  u32 *rkey, u32 *len)
+{
+	int ret;
+
+	ret = krping_wait_count(run, &run->recv_count, ++run->recv_expected);
+	if (ret)
+		return ret;
+	*addr = be64_to_cpu(run->rx.buf);
+	*rkey = be32_to_cpu(run->rx.rkey);
+	*len = be32_to_cpu(run->rx.size);
+	if (!*len || *len > run->rdma_buf.size)
+		return -EMSGSIZE;
+	return krping_post_recv(run);
+}
+
+/* RDMA READ or WRITE between rdma_buf and the client's buffer. */
+static int krping_server_rdma(struct krping_run *run, bool read, u64 addr,
+			      u32 rkey, u32 len)
+{
+	const struct krping_options *o = run->opts;
+	struct ib_sge sge = {
+		.addr = run->rdma_buf.dma,
+		.length = len,
+		.lkey = run->pd->local_dma_lkey,
+	};
+	struct krping_mr *reg = run->rdma_mr.mr ? &run->rdma_mr : NULL;
+	enum ib_wr_opcode opcode = IB_WR_RDMA_WRITE;
+	int access = IB_ACCESS_LOCAL_WRITE;
+
+	if (read) {
+		opcode = o->read_inv && reg ? IB_WR_RDMA_READ_WITH_INV :
+					      IB_WR_RDMA_READ;
+		/* iWARP writes READ responses into the sink like a WRITE. */
+		if (rdma_protocol_iwarp(run->pd->device,
+					run->conn_id->port_num))
+			access |= IB_ACCESS_REMOTE_WRITE;
+	}
+	return krping_rdma(run, opcode, &sge, addr, rkey, reg, access);
+}
+
+static int krping_server_loop(struct krping_run *run)
+{
+	const struct krping_options *o = run->opts;
+	struct krping_stats *st = &run->sess->stats;
+	u32 rkey, len, iter = 0;
+	u64 addr;
+	int ret;
+
+	for (;;) {
+		if (o->count && iter == o->count)
+			return krping_wait_disconnect(run,
+						      KRPING_LINGER_TIMEOUT);
+
+		ret = krping_server_recv_adv(run, &addr, &rkey, &len);
+		/* A client that leaves between iterations is a clean end. */
+		if (ret == -ECONNRESET && !o->count)
+			return 0;
+		if (!ret)
+			ret = krping_server_rdma(run, true, addr, rkey, len);
+		if (!ret)
+			ret = krping_send_msg(run, 0, 0, 0,
+					      o->server_inv ? rkey : 0);
+		if (!ret)
+			ret = krping_server_recv_adv(run, &addr, &rkey, &len);
+		if (!ret)
+			ret = krping_server_rdma(run, false, addr, rkey, len);
+		if (!ret)
+			ret = krping_send_msg(run, 0, 0, 0,
+					      o->server_inv ? rkey : 0);
+		if (ret)
+			return ret;
+		atomic64_inc(&st->iterations);
+		iter++;
+	}
+}
+
+/**
+ * krping_run() - run one session's test to its end
+ * @sess: the session
+ * @opts: the settings of this run
+ *
+ * Called in the session's thread. Everything the run creates is released
+ * before this returns.
+ *
+ * Return: 0 when the test completed, -EINTR when it was told to stop, or
+ * the negative errno that failed it.
+ */
+int krping_run(struct krping_session *sess, const struct krping_options *opts)
+{
+	struct krping_run *run;
+	int ret;
+
+	run = kzalloc(sizeof(*run), GFP_KERNEL);
+	if (!run)
+		return -ENOMEM;
+	krping_run_init(run, sess, opts);
+
+	if (opts->role == KRPING_ROLE_CLIENT)
+		ret = krping_connect(run);
+	else
+		ret = krping_accept(run);
+	if (!ret) {
+		krping_session_set_state(sess, KRPING_STATE_RUNNING);
+		if (opts->role == KRPING_ROLE_CLIENT)
+			ret = krping_client_loop(run);
+		else
+			ret = krping_server_loop(run);
+	}
+
+	krping_teardown(run);
+	kfree(run);
+	return ret;
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * One run of a session: its rdma_cm connection, queues, buffers and
+ * memory registrations, and the helpers the tests are written with.
+ * A run lives in its session's thread and is freed before it returns.
+ */
+#ifndef KRPING_RUN_H
+#define KRPING_RUN_H
+
+#include <linux/wait.h>
+#include <rdma/rdma_cm.h>
+
+#include "krping.h"
+
+/*
+ * The message both sides exchange: the advertisement of an RDMA buffer.
+ * Same 16-byte big-endian layout as rdma-core's rping, so the two interwork.
+ */
+struct krping_rdma_info {
+	__be64 buf;
+	__be32 rkey;
+	__be32 size;
+};
+
+/* A kmalloc'ed buffer and its DMA mapping. */
+struct krping_buf {
+	void *addr;
+	u64 dma;
+	u32 size;
+};
+
+/* A fast-registration MR that covers one buffer. */
+struct krping_mr {
+	struct ib_mr *mr;
+	struct krping_buf *buf;
+	bool valid;	/* registered and not yet invalidated */
+};
+
+/* Connection milestones, bits in krping_run.cm_flags. */
+enum {
+	KRPING_CM_ADDR_RESOLVED,
+	KRPING_CM_ROUTE_RESOLVED,
+	KRPING_CM_CONNECT_REQUEST,
+	KRPING_CM_ESTABLISHED,
+};
+
+/**
+ * struct krping_run - state of one run
+ * @sess: the session (results and state go there)
+ * @opts: the run's settings
+ * @wq: the run's thread sleeps here; CM and CQ handlers wake it
+ * @cm_id: the client's id, or the server's listening id
+ * @child: server: the connection being accepted (set by the CM handler)
+ * @conn_id: the id that carries the QP (@cm_id or @child)
+ * @pd: protection domain
+ * @cq: the one CQ for sends and receives
+ * @qp: the RC queue pair
+ * @cm_flags: KRPING_CM_* milestones reached
+ * @error: first hard error (negative errno), 0 if none
+ * @disconnected: the peer disconnected
+ * @flushed: a work request completed with a flush error
+ * @recv_count: successful receive completions
+ * @recv_expected: receives the thread has waited for so far
+ * @send_count: successful SEND completions
+ * @rdma_count: successful RDMA READ/WRITE completions
+ * @rdma_len: length of the RDMA operation in flight (for the byte counts)
+ * @rx: copy of the last message received
+ * @rx_inv_rkey: rkey the last receive invalidated, 0 if none
+ * @recv_cqe: completion handler of receives
+ * @send_cqe: completion handler of SENDs
+ * @rdma_cqe: completion handler of RDMA READ and WRITE
+ * @reg_cqe: completion handler of REG_MR and LOCAL_INV
+ * @recv_buf: receive buffer, one message
+ * @send_buf: send buffer, one message
+ * @start_buf: client: the ping source the server reads
+ * @rdma_buf: client: the sink the server writes; server: READ sink and
+ *	WRITE source
+ * @start_mr: client: registration of @start_buf
+ * @rdma_mr: registration of @rdma_buf
+ */
+struct krping_run {
+	struct krping_session *sess;
+	const struct krping_options *opts;
+	wait_queue_head_t wq;
+
+	struct rdma_cm_id *cm_id;
+	struct rdma_cm_id *child;
+	struct rdma_cm_id *conn_id;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+
+	unsigned long cm_flags;
+	int error;
+	bool disconnected;
+	bool flushed;
+
+	int recv_count;
+	int recv_expected;
+	int send_count;
+	int rdma_count;
+	u32 rdma_len;
+	struct krping_rdma_info rx;
+	u32 rx_inv_rkey;
+
+	struct ib_cqe recv_cqe;
+	struct ib_cqe send_cqe;
+	struct ib_cqe rdma_cqe;
+	struct ib_cqe reg_cqe;
+
+	struct krping_buf recv_buf;
+	struct krping_buf send_buf;
+	struct krping_buf start_buf;
+	struct krping_buf rdma_buf;
+	struct krping_mr start_mr;
+	struct krping_mr rdma_mr;
+};
+
+/* conn.c */
+void krping_run_init(struct krping_run *run, struct krping_session *sess,
+		     const struct krping_options *opts);
+int krping_connect(struct krping_run *run);
+int krping_accept(struct krping_run *run);
+void krping_teardown(struct krping_run *run);
+int krping_wait_count(struct krping_run *run, const int *counter, int target);
+int krping_wait_disconnect(struct krping_run *run, unsigned long timeout);
+int krping_post_recv(struct krping_run *run);
+int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
+		    u32 invalidate_rkey);
+int krping_post_reg(struct krping_run *run, struct krping_mr *m, int access);
+int krping_rdma(struct krping_run *run, enum ib_wr_opcode opcode,
+		struct ib_sge *sge, u64 remote_addr, u32 rkey,
+		struct krping_mr *reg, int reg_access);
+
+/*
+ * Completion counters have one writer, the CQ's handler. The release
+ * publishes what the handler stored before (the received message); the
+ * acquire in the thread pairs with it.
+ */
+static inline void krping_count_inc(int *counter)
+{
+	/* Publish the handler's stores before the new count. */
+	smp_store_release(counter, *counter + 1);
+}
+
+static inline int krping_read_count(const int *counter)
+{
+	/* Pairs with smp_store_release() in krping_count_inc(). */
+	return smp_load_acquire(counter);
+}
+
+#endif /* KRPING_RUN_H */
