@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# krping top level. The module itself is described in ./Kbuild, which kbuild
+# reads in preference to this file, so this Makefile is only the front end.
+#
+#   make / make modules   build rdma_krping.ko in place against KDIR
+#   make clean            remove in-place build products and results/
+#   make deps             install the Debian packages the test bed needs
+#   make build            W=1 builds for 6.12 and 6.1 in $KRPING_CACHE
+#   make check            deps, builds, KUnit, selftests (6.12 VM), smoke
+#                         (6.1 VM), summary; last line "N passed, N failed, ..."
+#   make check-STAGE      one stage of check (deps build kunit selftests smoke)
+#   make run              deps, builds, then the demo in a 6.12 VM
+#   make vm CMD='...'     run CMD in a VM (KVER=6.12|6.1; see scripts/testbed/vm-run)
+#
+# KDIR defaults to the running kernel's build dir; when that does not exist
+# (a host whose own kernel has no headers, like our CI machine) it falls
+# back to the newest installed Debian 6.12 headers, the primary target.
+
+TB := scripts/testbed
+KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
+	if [ -d "$$d" ]; then echo "$$d"; else $(TB)/kver --headers 6.12 2>/dev/null; fi)
+KVER ?= 6.12
+CMD ?= sh -c 'uname -a; rdma link show'
+
+.PHONY: all modules clean deps build check check-deps check-build check-kunit \
+	check-selftests check-smoke run vm
+
+all: modules
+
+modules:
+	@test -n "$(KDIR)" || { echo "no kernel headers: run $(TB)/deps.sh or pass KDIR=" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_RDMA_KRPING=m modules
+
+# Works without headers too, so a fresh checkout can always be cleaned.
+clean:
+	@if [ -n "$(KDIR)" ] && [ -d "$(KDIR)" ]; then \
+		$(MAKE) -C $(KDIR) M=$(CURDIR) clean; \
+	else \
+		find . -path ./.git -prune -o \( -name '*.o' -o -name '*.ko' -o -name '*.mod' \
+			-o -name '*.mod.c' -o -name '.*.cmd' -o -name '*.a' \) -type f -print0 | xargs -0r rm -f; \
+		rm -f Module.symvers modules.order; \
+	fi
+	rm -rf results
+
+deps:
+	$(TB)/deps.sh
+
+build: deps
+	$(TB)/build.sh 6.12 6.1
+
+check:
+	@$(TB)/check.sh
+
+check-deps check-build check-kunit check-selftests check-smoke:
+	@$(TB)/check.sh $(@:check-%=%)
+
+run: deps
+	$(TB)/build.sh --tap /dev/null 6.12 6.1
+	$(TB)/vm-run --kver 6.12 -- $(TB)/demo.sh
+
+vm:
+	$(TB)/vm-run --kver $(KVER) -- $(CMD)

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Usage: scripts/testbed/check.sh [STAGE...]
+# Run the test stages (default: all, in this order) and then the summary:
+#   deps       scripts/testbed/deps.sh
+#   build      rdma_krping.ko for 6.12 and 6.1, W=1, warnings fail
+#                -> build.tap (one test per kernel)
+#   kunit      scripts/kunit.sh --tap (UML)         -> kunit.tap
+#   selftests  selftests/run_tests.sh in a 6.12 VM  -> selftests-<kver>.tap,
+#                                                 selftests-<kver>-dmesg.tap
+#   smoke      selftests/smoke_ping.sh in a 6.1 VM  -> smoke-<kver>.tap,
+#                                                 smoke-<kver>-dmesg.tap
+# Every stage runs even when an earlier one failed; each prints its time.
+# Results go to $KRPING_RESULTS (default <repo>/results): the TAP files,
+# <stage>.rc/.time/.log, and the VM output dirs vm-<stage>-<kver>/.
+# The last line printed is "N passed, N failed, N skipped" (tap-summary);
+# the exit status is 1 when anything failed or a stage crashed.
+#
+# Environment: KRPING_CACHE, KRPING_RESULTS, KRPING_VM_TIMEOUT,
+#   KRPING_SELFTESTS_KVER (default 6.12), KRPING_SMOKE_KVER (default 6.1),
+#   KRPING_BUILD_KVERS (default "6.12 6.1").
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ALL=(deps build kunit selftests smoke)
+RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
+SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
+SMOKE_KVER=${KRPING_SMOKE_KVER:-6.1}
+read -r -a BUILD_KVERS <<<"${KRPING_BUILD_KVERS:-6.12 6.1}"
+
+stages=("$@")
+((${#stages[@]})) || stages=("${ALL[@]}")
+for s in "${stages[@]}"; do
+	[[ " ${ALL[*]} " == *" $s "* ]] || tb_die "unknown stage $s (stages: ${ALL[*]})"
+done
+
+if (($# == 0)); then
+	rm -rf "$RESULTS"
+else
+	for s in "${stages[@]}"; do rm -rf "$RESULTS/$s".* "$RESULTS/$s"-* "$RESULTS/vm-$s-"*; done
+fi
+mkdir -p "$RESULTS"
+
+# skip_tap FILE NAME REASON: a stage that cannot run is a skip, not a pass.
+skip_tap() {
+	printf 'TAP version 13\n1..1\nok 1 %s # SKIP %s\n' "$2" "$3" >"$1"
+	tb_log "SKIP $2: $3"
+}
+
+stage_deps() { "$TB_DIR/deps.sh"; }
+
+stage_build() { "$TB_DIR/build.sh" --tap "$RESULTS/build.tap" "${BUILD_KVERS[@]}"; }
+
+stage_kunit() {
+	if [[ ! -f $REPO_DIR/scripts/kunit.sh ]]; then
+		skip_tap "$RESULTS/kunit.tap" kunit "scripts/kunit.sh not present"
+		return 0
+	fi
+	bash "$REPO_DIR/scripts/kunit.sh" --tap "$RESULTS/kunit.tap"
+}
+
+# vm_stage STAGE SERIES SCRIPT: run SCRIPT (kselftest TAP on stdout) in a VM.
+vm_stage() {
+	local stage=$1 series=$2 script=$3 kver
+	if ! kver=$(tb_kver "$series"); then
+		skip_tap "$RESULTS/$stage-$series.tap" "$stage-$series" "kernel $series not installed"
+		return 1
+	fi
+	if [[ ! -f $REPO_DIR/$script ]]; then
+		skip_tap "$RESULTS/$stage-$series.tap" "$stage-$series" "$script not present"
+		return 0
+	fi
+	if [[ ! -f $KRPING_CACHE/ko/$kver/rdma_krping.ko ]]; then
+		# The build stage has already counted this as a failure.
+		skip_tap "$RESULTS/$stage-$series.tap" "$stage-$series" "rdma_krping.ko for $kver not built"
+		return 0
+	fi
+	"$TB_DIR/vm-run" --kver "$kver" --out "$RESULTS/vm-$stage-$series" \
+		--dmesg-tap "$RESULTS/$stage-$series-dmesg.tap" -- "$script" |
+		tee "$RESULTS/$stage-$series.tap"
+}
+
+stage_selftests() { vm_stage selftests "$SELFTESTS_KVER" selftests/run_tests.sh; }
+stage_smoke() { vm_stage smoke "$SMOKE_KVER" selftests/smoke_ping.sh; }
+
+seq=0
+for s in "${stages[@]}"; do
+	seq=$((seq + 1))
+	echo "==> stage $s"
+	start=$(tb_now)
+	rc=0
+	# A subshell, so that a crashing stage cannot take the rest down.
+	(stage_"$s") 2>&1 | tee "$RESULTS/$s.log" || rc=$?
+	secs=$(tb_elapsed "$start")
+	echo "$rc" >"$RESULTS/$s.rc"
+	echo "$secs" >"$RESULTS/$s.time"
+	echo "$seq" >"$RESULTS/$s.seq"
+	echo "<== stage $s: ${secs} s (exit $rc)"
+done
+
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=python3
+exec "$PY" "$TB_DIR/tap-summary" "$RESULTS"

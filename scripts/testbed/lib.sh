@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Shared helpers for the test bed scripts; source it, do not run it.
+#
+# Environment:
+#   KRPING_CACHE   cache for build dirs, initramfs, VM runs
+#                  (default /var/cache/krping; kept outside the repo so a
+#                  fresh clone reuses it)
+
+TB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(cd "$TB_DIR/../.." && pwd)
+KRPING_CACHE=${KRPING_CACHE:-/var/cache/krping}
+export KRPING_CACHE
+
+# Debian keeps depmod/modprobe in /usr/sbin, which a non-login PATH may lack.
+case ":$PATH:" in *:/usr/sbin:*) ;; *) PATH=$PATH:/usr/sbin:/sbin ;; esac
+
+tb_log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+tb_die() { tb_log "error: $*"; exit 1; }
+
+# tb_kver SERIES|RELEASE: print the newest installed kernel release of a
+# series (e.g. 6.12 -> 6.12.117+deb12-amd64) that has modules, headers and
+# a bootable image. A full release name is checked and echoed back.
+# Versions move with every Debian point release, so never hard-code them.
+tb_kver() {
+	local want=$1 dir rel best=
+	for dir in /lib/modules/*/; do
+		rel=$(basename "$dir")
+		case "$rel" in
+		"$want" | "$want".* | "$want"-*) ;;
+		*) continue ;;
+		esac
+		[[ -d /usr/src/linux-headers-$rel && -f /boot/vmlinuz-$rel ]] || continue
+		best+="$rel"$'\n'
+	done
+	best=$(printf '%s' "$best" | sort -V | tail -n 1)
+	[[ -n $best ]] || {
+		tb_log "no installed kernel $want with headers and /boot/vmlinuz (run scripts/testbed/deps.sh)"
+		return 1
+	}
+	printf '%s\n' "$best"
+}
+
+# tb_now: seconds since the epoch with a fraction, for stage timings.
+tb_now() { date +%s.%N; }
+tb_elapsed() { awk -v a="$1" -v b="$(tb_now)" 'BEGIN { printf "%.1f", b - a }'; }
