@@ -17,7 +17,9 @@
 #include "run.h"
 
 #define KRPING_RESOLVE_TIMEOUT_MS	2000
-/* After a disconnect, how long flushed work may take to come back. */
+/* After the peer's disconnect, how long its last work may still take. */
+#define KRPING_DISCONNECT_GRACE		HZ
+/* After our disconnect, how long flushed work may take to come back. */
 #define KRPING_FLUSH_TIMEOUT		(5 * HZ)
 #define KRPING_RECV_DEPTH		1
 #define KRPING_MSG_SIZE			sizeof(struct krping_rdma_info)
@@ -73,15 +75,17 @@ static bool krping_reached(const int *counter, int target)
  * @counter: one of run->recv_count, send_count, rdma_count
  * @target: the value to wait for
  *
- * When the peer disconnects first, the completion may still be queued:
- * move our QP to the error state and let the flush decide, since flushed
- * work completes after every successful completion before it.
+ * When the peer disconnects first, what it did before may still be on its
+ * way: the CM's messages travel apart from the QP's, so its disconnect can
+ * overtake the ACK of our last SEND. Give that a moment, then move our QP
+ * to the error state and let the flush decide, since flushed work
+ * completes after every successful completion before it.
  *
  * Return: 0, -EINTR when told to stop, the run's error, or -ECONNRESET.
  */
 int krping_wait_count(struct krping_run *run, const int *counter, int target)
 {
-	int ret;
+	long ret;
 
 	ret = wait_event_interruptible(run->wq,
 				       krping_reached(counter, target) ||
@@ -89,18 +93,30 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 				       kthread_should_stop());
 	if (krping_reached(counter, target))
 		return 0;
-	if (!ret && !kthread_should_stop() && !READ_ONCE(run->error) &&
-	    !READ_ONCE(run->flushed)) {
-		rdma_disconnect(run->conn_id);
-		wait_event_timeout(run->wq,
-				   krping_reached(counter, target) ||
-				   READ_ONCE(run->error) ||
-				   READ_ONCE(run->flushed),
-				   KRPING_FLUSH_TIMEOUT);
-		if (krping_reached(counter, target))
-			return 0;
-	}
-	return krping_wait_result(run, ret);
+	if (ret || kthread_should_stop())
+		return -EINTR;
+	if (READ_ONCE(run->error) || READ_ONCE(run->flushed))
+		return krping_wait_result(run, 0);
+
+	ret = wait_event_interruptible_timeout(run->wq,
+					       krping_reached(counter, target) ||
+					       READ_ONCE(run->error) ||
+					       READ_ONCE(run->flushed) ||
+					       kthread_should_stop(),
+					       KRPING_DISCONNECT_GRACE);
+	if (krping_reached(counter, target))
+		return 0;
+	if (ret < 0 || kthread_should_stop())
+		return -EINTR;
+
+	rdma_disconnect(run->conn_id);
+	wait_event_timeout(run->wq,
+			   krping_reached(counter, target) ||
+			   READ_ONCE(run->error) || READ_ONCE(run->flushed),
+			   KRPING_FLUSH_TIMEOUT);
+	if (krping_reached(counter, target))
+		return 0;
+	return krping_wait_result(run, 0);
 }
 
 /**
