@@ -37,6 +37,8 @@ enum krping_mem_mode {
 #define KRPING_DEFAULT_PORT	7174	/* rping's default port */
 #define KRPING_DEFAULT_SIZE	64	/* rping's default size */
 #define KRPING_DEFAULT_TXDEPTH	64
+#define KRPING_DEFAULT_COUNT	0	/* run until stopped */
+#define KRPING_DEFAULT_TOS	0
 #define KRPING_MIN_SIZE		1
 #define KRPING_MAX_SIZE		(4U << 20)	/* largest kmalloc on x86 */
 #define KRPING_MIN_TXDEPTH	4	/* ping chains INV + REG + op + SEND */
@@ -101,6 +103,14 @@ int krping_option_set(struct krping_options *opts, const char *name,
 		      const char *val);
 
 /*
+ * As krping_option_set(), for a buffer of @len bytes that need not be NUL
+ * terminated (a configfs store's page and count). A NUL byte within @len
+ * is -EINVAL.
+ */
+int krping_option_set_buf(struct krping_options *opts, const char *name,
+			  const char *buf, size_t len);
+
+/*
  * Print one option's value as its attribute shows it, followed by a
  * newline, into @buf of @size bytes. Returns the length written (as
  * scnprintf does) or -EINVAL for an unknown name.
@@ -115,6 +125,13 @@ int krping_option_show(const struct krping_options *opts, const char *name,
  * All or nothing: on error @opts is unchanged. Returns 0, -EINVAL or -ERANGE.
  */
 int krping_options_parse(struct krping_options *opts, const char *str);
+
+/*
+ * As krping_options_parse(), for a buffer of @len bytes that need not be
+ * NUL terminated. A NUL byte within @len is -EINVAL.
+ */
+int krping_options_parse_buf(struct krping_options *opts, const char *buf,
+			     size_t len);
 
 /*
  * Print the canonical option string of @opts (parseable by
