@@ -71,7 +71,7 @@ start=$(date +%s)
 elapsed() { echo $(( $(date +%s) - start )); }
 
 # --- prerequisites --------------------------------------------------------
-deb_pkgs="linux-source-6.12 flex bison bc libelf-dev make gcc python3"
+deb_pkgs=(linux-source-6.12 flex bison bc libelf-dev make gcc python3)
 missing=()
 [ -r "$tarball" ] || missing+=("$tarball (package linux-source-6.12)")
 for tool in flex bison bc make gcc xz "$python"; do
@@ -80,13 +80,13 @@ done
 [ -e /usr/include/libelf.h ] || [ -e /usr/include/gelf.h ] ||
 	missing+=("libelf headers (package libelf-dev)")
 if [ ${#missing[@]} -gt 0 ] && [ $install_deps = 1 ]; then
-	log "installing $deb_pkgs"
-	apt-get install -y $deb_pkgs >&2
+	log "installing ${deb_pkgs[*]}"
+	apt-get install -y "${deb_pkgs[@]}" >&2
 	missing=()
 	[ -r "$tarball" ] || missing+=("$tarball")
 fi
 if [ ${#missing[@]} -gt 0 ]; then
-	log "install them with: apt-get install -y $deb_pkgs (or pass --install-deps)"
+	log "install them with: apt-get install -y ${deb_pkgs[*]} (or pass --install-deps)"
 	early_fail 2 "missing prerequisites: ${missing[*]}"
 fi
 
