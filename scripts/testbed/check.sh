@@ -17,7 +17,9 @@
 # The last line printed is "N passed, N failed, N skipped" (tap-summary);
 # the exit status is 1 when anything failed or a stage crashed.
 #
-# Environment: KRPING_CACHE, KRPING_RESULTS, KRPING_VM_TIMEOUT,
+# Environment: KRPING_CACHE, KRPING_RESULTS,
+#   KRPING_VM_TIMEOUT (default: selftests/settings timeout= + 300 s),
+#   KRPING_KUNIT_TIMEOUT (default 2400 s),
 #   KRPING_SELFTESTS_KVER (default 6.12), KRPING_SMOKE_KVER (default 6.1),
 #   KRPING_BUILD_KVERS (default "6.12 6.1").
 set -euo pipefail
@@ -57,7 +59,22 @@ stage_kunit() {
 		skip_tap "$RESULTS/kunit.tap" kunit "scripts/kunit.sh not present"
 		return 0
 	fi
-	bash "$REPO_DIR/scripts/kunit.sh" --tap "$RESULTS/kunit.tap"
+	# A hung UML must not eat CI's 90 minutes.
+	timeout -k 30 "${KRPING_KUNIT_TIMEOUT:-2400}" \
+		bash "$REPO_DIR/scripts/kunit.sh" --tap "$RESULTS/kunit.tap"
+}
+
+# vm_timeout SCRIPT: $KRPING_VM_TIMEOUT, else the kselftest "timeout=" of
+# the script's settings file plus time to boot, else 900 s.
+vm_timeout() {
+	local t settings=$REPO_DIR/$(dirname "$1")/settings
+	if [[ -n ${KRPING_VM_TIMEOUT:-} ]]; then
+		echo "$KRPING_VM_TIMEOUT"
+	elif t=$(sed -n 's/^timeout=\([0-9][0-9]*\)$/\1/p' "$settings" 2>/dev/null) && [[ -n $t ]]; then
+		echo $((t + 300))
+	else
+		echo 900
+	fi
 }
 
 # vm_stage STAGE SERIES SCRIPT: run SCRIPT (kselftest TAP on stdout) in a VM.
@@ -77,7 +94,7 @@ vm_stage() {
 		return 0
 	fi
 	"$TB_DIR/vm-run" --kver "$kver" --out "$RESULTS/vm-$stage-$series" \
-		--dmesg-tap "$RESULTS/$stage-$series-dmesg.tap" -- "$script" |
+		--timeout "$(vm_timeout "$script")" --dmesg-tap "$RESULTS/$stage-$series-dmesg.tap" -- "$script" |
 		tee "$RESULTS/$stage-$series.tap"
 }
 
