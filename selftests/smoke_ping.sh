@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# shellcheck disable=SC2317 # functions run from check() and the EXIT trap
 #
 # Smoke test: one krping server and one client session over Soft-RoCE,
 # count=10 with validation, driven through configfs and checked in sysfs.
@@ -102,8 +103,8 @@ check "server listening" wait_state "$SRV" listening
 check "client session created" mkdir "$CFG/$CLI"
 check "client configured and started" setattrs "$CLI" role=client addr="$ADDR" \
 	port="$PORT" count="$COUNT" validate=1 start=1
-check "client done" wait_state "$CLI" done
-check "server done" wait_state "$SRV" done
+check "client done" wait_state "$CLI" "done"
+check "server done" wait_state "$SRV" "done"
 check "client: $COUNT iterations, error 0" iterations_ok "$CLI"
 check "server: $COUNT iterations, error 0" iterations_ok "$SRV"
 if ((failed)); then

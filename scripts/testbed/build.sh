@@ -13,6 +13,7 @@
 # or modpost). Writes one TAP test per kernel to FILE (or stdout); exits 1
 # if any kernel failed. Build logs: $KRPING_CACHE/build/<release>.log
 set -euo pipefail
+# shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 tap=/dev/stdout

@@ -23,6 +23,7 @@
 #   KRPING_SELFTESTS_KVER (default 6.12), KRPING_SMOKE_KVER (default 6.1),
 #   KRPING_BUILD_KVERS (default "6.12 6.1").
 set -euo pipefail
+# shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 ALL=(deps build kunit selftests smoke)
@@ -67,7 +68,8 @@ stage_kunit() {
 # vm_timeout SCRIPT: $KRPING_VM_TIMEOUT, else the kselftest "timeout=" of
 # the script's settings file plus time to boot, else 900 s.
 vm_timeout() {
-	local t settings=$REPO_DIR/$(dirname "$1")/settings
+	local t settings
+	settings=$REPO_DIR/$(dirname "$1")/settings
 	if [[ -n ${KRPING_VM_TIMEOUT:-} ]]; then
 		echo "$KRPING_VM_TIMEOUT"
 	elif t=$(sed -n 's/^timeout=\([0-9][0-9]*\)$/\1/p' "$settings" 2>/dev/null) && [[ -n $t ]]; then
@@ -118,4 +120,4 @@ done
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
-exec "$PY" "$TB_DIR/tap-summary" "$RESULTS"
+exec "$PY" "$TB_DIR/tap-summary" "$RESULTS" "${stages[@]}"

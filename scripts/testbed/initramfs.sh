@@ -9,6 +9,7 @@
 # whichever of them the kernel has as modules). The hash covers the inputs,
 # so editing guest-init or this script rebuilds it.
 set -euo pipefail
+# shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 [[ $# -eq 1 ]] || { echo "usage: $0 RELEASE" >&2; exit 2; }
@@ -36,7 +37,7 @@ ORDER=()
 # visit NAME: append NAME after its dependencies. modules.dep lists the
 # full transitive closure with the first-to-load last.
 visit() {
-	local n=$1 d deps i
+	local n=$1 deps i
 	[[ -z ${SEEN[$n]:-} ]] || return 0
 	SEEN[$n]=1
 	if [[ -z ${PATHOF[$n]:-} ]]; then

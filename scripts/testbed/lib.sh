@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# shellcheck shell=bash
 #
 # Shared helpers for the test bed scripts; source it, do not run it.
 #
@@ -8,6 +9,7 @@
 #                  fresh clone reuses it)
 
 TB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck disable=SC2034 # used by the scripts that source this
 REPO_DIR=$(cd "$TB_DIR/../.." && pwd)
 KRPING_CACHE=${KRPING_CACHE:-/var/cache/krping}
 export KRPING_CACHE
