@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""
+pytest glue for the krping selftests.
+
+- A tiny TAP plugin (--tap): prints kselftest TAP 13 instead of pytest's
+  terminal output ("TAP version 13", "1..N", "ok N - name",
+  "not ok N - name", "ok N - name # SKIP reason"; diagnostics as "# ...").
+  The exit status is 0 when nothing failed, 1 when something failed and
+  4 (kselftest's skip) when every test was skipped.
+- Fixtures: `pool` (sessions removed after the test, even a failed one),
+  an autouse kernel-log watch that fails a test during which the kernel
+  logged a BUG/WARNING/Oops/... and shows the kernel log of failed tests,
+  and an environment check that skips everything with a reason when the
+  module is not loaded or we are not root.
+- A per-test watchdog (KRPING_TEST_WATCHDOG seconds, default 300): every
+  wait in the tests is bounded already; this catches the unexpected.
+"""
+
+import faulthandler
+import os
+import signal
+import sys
+
+import pytest
+
+from lib import krping
+
+WATCHDOG = int(os.environ.get("KRPING_TEST_WATCHDOG", "300"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--tap", action="store_true", default=False,
+                     help="print kselftest TAP instead of pytest's output")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "destructive: unloads/reloads the module (runs last)")
+    if config.getoption("tap"):
+        # Replace pytest's terminal output (its options stay defined,
+        # unlike with -p no:terminal, which assertion rewriting needs).
+        tr = config.pluginmanager.getplugin("terminalreporter")
+        if tr is not None:
+            config.pluginmanager.unregister(tr)
+        config.pluginmanager.register(TapPlugin(config), "krping-tap")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # Tests that unload the module run after everything else.
+    items.sort(key=lambda item: item.get_closest_marker("destructive") is not None)
+
+
+# --------------------------------------------------------------------------
+# TAP output
+
+def _tap_name(nodeid):
+    name = nodeid.replace("\n", "\\n").replace("\r", "\\r")
+    # '#' starts a directive in TAP
+    return name.replace("#", "\\#")
+
+
+def _diag(text, limit=60):
+    lines = str(text).splitlines()
+    if len(lines) > limit:
+        lines = [f"... ({len(lines) - limit} lines cut)"] + lines[-limit:]
+    return [("# " + l).rstrip() for l in lines]
+
+
+class TapPlugin:
+    def __init__(self, config):
+        self.capman = config.pluginmanager.getplugin("capturemanager")
+        self.num = 0
+        self.counts = {"pass": 0, "fail": 0, "skip": 0}
+        self.collect_errors = []
+        self.reports = {}
+
+    def _out(self, *lines):
+        if self.capman is not None:
+            with self.capman.global_and_fixture_disabled():
+                self._write(lines)
+        else:
+            self._write(lines)
+
+    @staticmethod
+    def _write(lines):
+        for line in lines:
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def pytest_sessionstart(self, session):
+        self._out("TAP version 13")
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_errors.append(report)
+
+    def pytest_collection_finish(self, session):
+        total = len(session.items) + len(self.collect_errors)
+        if total == 0:
+            self._out("1..0 # SKIP no tests collected")
+            return
+        self._out(f"1..{total}")
+        for rep in self.collect_errors:
+            self.num += 1
+            self.counts["fail"] += 1
+            self._out(*_diag(rep.longreprtext),
+                      f"not ok {self.num} - {_tap_name(rep.nodeid or 'collection')}"
+                      " # collection error")
+
+    def pytest_runtest_logreport(self, report):
+        self.reports.setdefault(report.nodeid, []).append(report)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        reports = self.reports.pop(nodeid, [])
+        self.num += 1
+        name = _tap_name(nodeid)
+        failed = [r for r in reports if r.failed]
+        skipped = [r for r in reports if r.skipped]
+        if failed:
+            self.counts["fail"] += 1
+            lines = []
+            for r in failed:
+                lines += _diag(f"{r.when} failed:")
+                lines += _diag(r.longreprtext)
+            shown = set()
+            for r in reports:
+                for title, content in r.sections:
+                    if content.strip() and (title, content) not in shown:
+                        shown.add((title, content))
+                        lines += _diag(f"--- {title} ---")
+                        lines += _diag(content, limit=40)
+            self._out(*lines, f"not ok {self.num} - {name}")
+        elif skipped:
+            self.counts["skip"] += 1
+            self._out(f"ok {self.num} - {name} # SKIP {self._skip_reason(skipped[0])}")
+        else:
+            self.counts["pass"] += 1
+            self._out(f"ok {self.num} - {name}")
+
+    @staticmethod
+    def _skip_reason(report):
+        longrepr = report.longrepr
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            reason = str(longrepr[2])
+        else:
+            reason = str(longrepr)
+        if reason.startswith("Skipped: "):
+            reason = reason[len("Skipped: "):]
+        return " ".join(reason.split()).replace("#", "\\#") or "no reason given"
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self._out("Bail out! interrupted")
+
+    def pytest_internalerror(self, excrepr, excinfo):
+        self._out(*_diag(excrepr), "Bail out! internal error")
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        c = self.counts
+        self._out(f"# Totals: pass:{c['pass']} fail:{c['fail']} xfail:0 "
+                  f"xpass:0 skip:{c['skip']} error:0")
+        if c["fail"]:
+            session.exitstatus = 1
+        elif exitstatus in (0, 5):
+            total = sum(c.values())
+            session.exitstatus = 4 if total == 0 or c["skip"] == total else 0
+
+
+# --------------------------------------------------------------------------
+# Watchdog
+
+class TestWatchdog(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise TestWatchdog(f"test still running after {WATCHDOG}s (watchdog)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, WATCHDOG)
+    # If even the signal cannot get through (a task stuck in the kernel),
+    # dump every thread's stack and end the run rather than hang forever.
+    faulthandler.dump_traceback_later(WATCHDOG + 120, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# --------------------------------------------------------------------------
+# Fixtures
+
+def environment_problem():
+    """Why the suite cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "must run as root"
+    if not krping.CONFIGFS.is_dir():
+        return (f"{krping.CONFIGFS} missing: configfs not mounted or "
+                f"{krping.MODULE} not loaded")
+    if not krping.SYSFS.is_dir():
+        return f"{krping.SYSFS} missing: {krping.MODULE} not loaded"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def krping_env():
+    reason = environment_problem()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def kernel_log(request):
+    """Fail the test if the kernel logged a bug while it ran; keep the log
+    of the test for the failure report."""
+    kmsg = krping.Kmsg()
+    yield kmsg
+    lines = kmsg.read()
+    kmsg.close()
+    if lines:
+        request.node.add_report_section("teardown", "kernel log",
+                                        "\n".join(lines))
+    bad = krping.kernel_bug_lines(lines)
+    if bad:
+        pytest.fail("kernel logged a bug during the test:\n" + "\n".join(bad),
+                    pytrace=False)
+
+
+@pytest.fixture
+def pool():
+    """SessionPool whose sessions are removed after the test."""
+    p = krping.SessionPool()
+    yield p
+    problems = p.cleanup()
+    if problems:
+        pytest.fail("cleanup failed: " + "; ".join(problems), pytrace=False)

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Helpers for the krping selftests (see krping.py)."""

@@ -1,0 +1,555 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""
+Small helper library for the krping selftests.
+
+A krping test session is a configfs directory
+(/sys/kernel/config/krping/<name>/, one attribute per option plus "start")
+whose results live in sysfs (/sys/kernel/krping/<name>/: state, error,
+device, stats/*). This module wraps both behind a Session object:
+
+    pool = SessionPool()
+    srv = pool.session("s", role="server", addr=SERVER_ADDR, port=p, count=10)
+    cli = pool.session("c", role="client", addr=SERVER_ADDR, port=p, count=10)
+    run_pair(srv, cli)           # server listening first, both end done
+    assert cli.stats()["iterations"] == 10
+    pool.cleanup()               # rmdir whatever is left, even after errors
+
+Every wait is bounded. Session.wait_state() sleeps in poll(2) on the sysfs
+"state" file (the module calls sysfs_notify on each change), it never
+spins. The paths can be moved with KRPING_CONFIGFS / KRPING_SYSFS.
+"""
+
+import ctypes
+import errno
+import itertools
+import json
+import math
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+
+CONFIGFS = Path(os.environ.get("KRPING_CONFIGFS", "/sys/kernel/config/krping"))
+SYSFS = Path(os.environ.get("KRPING_SYSFS", "/sys/kernel/krping"))
+MODULE = "rdma_krping"
+
+# The test bed: rxe0 on veth va (10.9.0.1/24), rxe1 on veth vb (10.9.0.2/24).
+SERVER_ADDR = "10.9.0.1"
+CLIENT_ADDR = "10.9.0.2"
+SERVER_IF = "va"
+CLIENT_IF = "vb"
+RDMA_DEVICES = ("rxe0", "rxe1")
+
+# TCG is slow: a 10-iteration ping takes about a second, a connection
+# attempt a few. Every wait in the suite is bounded by one of these.
+TIMEOUT = float(os.environ.get("KRPING_TEST_TIMEOUT", "60"))
+SHORT_TIMEOUT = 30.0
+
+STATES = ("idle", "resolving", "listening", "connecting", "running",
+          "done", "failed", "stopped")
+TERMINAL = ("done", "failed", "stopped")
+
+STATS = ("send_bytes", "send_msgs", "recv_bytes", "recv_msgs",
+         "write_bytes", "write_msgs", "read_bytes", "read_msgs",
+         "iterations")
+
+BOOL_ATTRS = ("validate", "verbose", "duplex", "poll", "server_inv",
+              "local_dma_lkey", "read_inv")
+# Every configfs attribute holding a setting (not "options", not "start").
+OPTION_ATTRS = ("role", "addr", "port", "count", "size", "test",
+                "mem_mode", "txdepth", "tos") + BOOL_ATTRS
+ALL_ATTRS = OPTION_ATTRS + ("options", "start")
+
+DEFAULTS = {
+    "role": "none", "addr": "", "port": "7174", "count": "0", "size": "64",
+    "test": "ping", "mem_mode": "reg", "txdepth": "64", "tos": "0",
+    "validate": "0", "verbose": "0", "duplex": "0", "poll": "0",
+    "server_inv": "0", "local_dma_lkey": "0", "read_inv": "0",
+}
+
+# Bytes of one ping advertisement {u64 buf; u32 rkey; u32 size}.
+ADV_BYTES = 16
+
+
+class KrpingError(Exception):
+    """A session did not behave as the test needed."""
+
+
+class StateTimeout(KrpingError):
+    pass
+
+
+def fmt(value):
+    """Text form of a Python value as an attribute takes it."""
+    if value is True:
+        return "1"
+    if value is False:
+        return "0"
+    return str(value)
+
+
+def read_text(path):
+    """Read a small attribute file; strip exactly one trailing newline."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            buf = os.read(fd, 4096)
+            if not buf:
+                break
+            chunks.append(buf)
+    finally:
+        os.close(fd)
+    text = b"".join(chunks).decode()
+    return text[:-1] if text.endswith("\n") else text
+
+
+def write_text(path, value):
+    """Write value in one write(2) call (configfs stores per write).
+
+    Raises OSError with the errno the kernel returned.
+    """
+    data = value if isinstance(value, bytes) else fmt(value).encode()
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        n = os.write(fd, data)
+    finally:
+        os.close(fd)
+    if n != len(data):
+        raise KrpingError(f"short write to {path}: {n} of {len(data)}")
+
+
+def write_errno(path, value):
+    """Write and return 0 or the errno of the failure."""
+    try:
+        write_text(path, value)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+# Names for errno values that have two (errno.errorcode picks the other).
+_ERRNAMES = {errno.EOPNOTSUPP: "EOPNOTSUPP", errno.EAGAIN: "EAGAIN",
+             errno.EDEADLK: "EDEADLK"}
+
+
+def errname(err):
+    """'EINVAL' for 22, 'OK' for 0, negative values as in the error file."""
+    if err == 0:
+        return "OK"
+    name = _ERRNAMES.get(abs(err)) or errno.errorcode.get(abs(err), str(abs(err)))
+    return ("-" if err < 0 else "") + name
+
+
+_names = itertools.count(1)
+_ports = itertools.count(int(os.environ.get("KRPING_TEST_PORT_BASE", "20000")))
+
+
+def next_port():
+    """A port no other test of this run has used (rping's 7174 is avoided)."""
+    return next(_ports)
+
+
+def unique_name(prefix="k"):
+    """Session names stay short: the kthread 'krping/<name>' keeps 15 chars."""
+    return f"{prefix}{next(_names)}"
+
+
+class Session:
+    """One krping session: configfs directory + sysfs results directory."""
+
+    def __init__(self, name, create=True):
+        self.name = name
+        self.cfg = CONFIGFS / name
+        self.sys = SYSFS / name
+        self._state_fd = None
+        self._stale = None
+        self.removed = False
+        if create:
+            os.mkdir(self.cfg)
+
+    def __repr__(self):
+        return f"Session({self.name!r})"
+
+    # --- configfs -------------------------------------------------------
+    def get(self, attr):
+        return read_text(self.cfg / attr)
+
+    def set(self, attr, value):
+        write_text(self.cfg / attr, value)
+
+    def try_set(self, attr, value):
+        """Set and return 0 or the errno of the refusal."""
+        return write_errno(self.cfg / attr, value)
+
+    def configure(self, **attrs):
+        for attr, value in attrs.items():
+            try:
+                self.set(attr, value)
+            except OSError as e:
+                raise KrpingError(
+                    f"{self.name}: {attr}={fmt(value)!r} refused: "
+                    f"{errname(e.errno)}") from e
+        return self
+
+    def config(self):
+        """Snapshot of every readable configfs attribute."""
+        snap = {a: self.get(a) for a in OPTION_ATTRS}
+        snap["options"] = self.get("options")
+        snap["start"] = self.get("start")
+        return snap
+
+    def start(self):
+        """Write start=1. A wait_state() after this never accepts the end
+        state of the previous run: it needs a state change first."""
+        self._arm()
+        try:
+            self.set("start", 1)
+        except OSError:
+            self._stale = None
+            raise
+
+    def try_start(self):
+        self._arm()
+        err = self.try_set("start", 1)
+        if err:
+            self._stale = None
+        return err
+
+    def stop(self):
+        self.set("start", 0)
+
+    @property
+    def running(self):
+        return self.get("start") == "1"
+
+    # --- sysfs ----------------------------------------------------------
+    @property
+    def state(self):
+        return read_text(self.sys / "state")
+
+    @property
+    def error(self):
+        return int(read_text(self.sys / "error"))
+
+    @property
+    def device(self):
+        return read_text(self.sys / "device")
+
+    def stat(self, name):
+        return int(read_text(self.sys / "stats" / name))
+
+    def stats(self):
+        return {name: self.stat(name) for name in STATS}
+
+    def describe(self):
+        """One line for failure messages."""
+        try:
+            return (f"{self.name}: state={self.state} error={errname(self.error)}"
+                    f" device={self.device!r} stats={self.stats()}")
+        except OSError as e:
+            return f"{self.name}: unreadable ({e})"
+
+    def _fd(self):
+        if self._state_fd is None:
+            self._state_fd = os.open(self.sys / "state", os.O_RDONLY)
+        return self._state_fd
+
+    def _read_state(self):
+        # Reading through the polled descriptor also re-arms kernfs' event
+        # counter: a later poll() only wakes for a change after this read.
+        fd = self._fd()
+        os.lseek(fd, 0, os.SEEK_SET)
+        return os.read(fd, 64).decode().strip()
+
+    def _arm(self):
+        state = self._read_state()
+        self._stale = state if state in TERMINAL else None
+
+    def _close(self):
+        if self._state_fd is not None:
+            os.close(self._state_fd)
+            self._state_fd = None
+
+    def wait_state(self, states, timeout=TIMEOUT):
+        """Sleep in poll() until state is one of states; return it.
+
+        Read, then poll for POLLPRI|POLLERR, seek 0 and reread; raise
+        StateTimeout after timeout seconds. After start(), the end state
+        of the previous run is not accepted until the state has changed.
+        """
+        if isinstance(states, str):
+            states = (states,)
+        for s in states:
+            if s not in STATES:
+                raise ValueError(f"unknown state {s!r}")
+        deadline = time.monotonic() + timeout
+        poller = select.poll()
+        poller.register(self._fd(), select.POLLPRI | select.POLLERR)
+        wakeups = 0
+        seen = []
+        while True:
+            if self._stale is not None and poller.poll(0):
+                self._stale = None          # a change happened since start
+            state = self._read_state()
+            if not seen or seen[-1] != state:
+                seen.append(state)
+            if state in states and state != self._stale:
+                return state
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StateTimeout(
+                    f"{self.name}: no state in {states} within {timeout:g}s; "
+                    f"seen {seen}; {self.describe()}")
+            if poller.poll(math.ceil(remaining * 1000)):
+                wakeups += 1
+                # sysfs_notify coalesces; thousands of wakeups mean poll()
+                # returns without a change, i.e. the wait would spin.
+                if wakeups > 10000:
+                    raise KrpingError(
+                        f"{self.name}: state poll() keeps waking without a "
+                        f"change (seen {seen})")
+
+    def expect_state(self, state, timeout=TIMEOUT):
+        """Wait for state or any end state; fail unless it is state."""
+        got = self.wait_state((state,) + tuple(s for s in TERMINAL if s != state),
+                              timeout)
+        if got != state:
+            raise KrpingError(f"{self.name}: expected {state}, got {got}; "
+                              f"{self.describe()}")
+        return got
+
+    def wait_end(self, timeout=TIMEOUT):
+        return self.wait_state(TERMINAL, timeout)
+
+    # --- lifetime -------------------------------------------------------
+    @property
+    def exists(self):
+        return self.cfg.exists()
+
+    def remove(self):
+        """rmdir the session; return how long rmdir took (seconds)."""
+        self._close()
+        t0 = time.monotonic()
+        os.rmdir(self.cfg)
+        self.removed = True
+        return time.monotonic() - t0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self.removed:
+            self.remove()
+
+
+class SessionPool:
+    """Creates uniquely named sessions and removes them all in cleanup()."""
+
+    def __init__(self):
+        self.sessions = []
+
+    def session(self, prefix="k", **attrs):
+        s = Session(unique_name(prefix))
+        self.sessions.append(s)
+        s.configure(**attrs)
+        return s
+
+    def pair(self, count=10, size=64, port=None, server=None, client=None,
+             **both):
+        """A server on SERVER_ADDR and a client connecting to it.
+
+        both: attributes for both sides; server/client: per-side extras.
+        """
+        port = next_port() if port is None else port
+        common = dict(addr=SERVER_ADDR, port=port, count=count, size=size)
+        common.update(both)
+        srv = self.session("s", role="server", **dict(common, **(server or {})))
+        cli = self.session("c", role="client", **dict(common, **(client or {})))
+        return srv, cli
+
+    def cleanup(self):
+        """rmdir every session still present; return a list of problems."""
+        problems = []
+        for s in reversed(self.sessions):
+            if s.removed:
+                continue
+            s._close()
+            if not s.cfg.exists():
+                continue
+            try:
+                s.remove()
+            except OSError as e:
+                problems.append(f"rmdir {s.cfg}: {errname(e.errno)}")
+        self.sessions.clear()
+        return problems
+
+
+def run_pair(srv, cli, timeout=TIMEOUT):
+    """Start srv, wait until it listens, start cli, wait for both to end.
+
+    Returns (server end state, client end state). Raises if the server does
+    not reach 'listening' before the client is started.
+    """
+    srv.start()
+    srv.expect_state("listening", timeout)
+    cli.start()
+    try:
+        cstate = cli.wait_end(timeout)
+    except StateTimeout as e:
+        raise StateTimeout(f"{e} | peer {srv.describe()}") from None
+    # A client that failed may never have reached the server.
+    stimeout = timeout if cstate == "done" else min(timeout, SHORT_TIMEOUT)
+    try:
+        sstate = srv.wait_end(stimeout)
+    except StateTimeout as e:
+        raise StateTimeout(f"{e} | peer {cli.describe()}") from None
+    return sstate, cstate
+
+
+def ping_stats(role, n, size):
+    """Exact counters of a ping run of n iterations of size bytes."""
+    if role == "client":
+        return dict(send_msgs=2 * n, send_bytes=2 * ADV_BYTES * n,
+                    recv_msgs=2 * n, recv_bytes=2 * ADV_BYTES * n,
+                    write_msgs=0, write_bytes=0, read_msgs=0, read_bytes=0,
+                    iterations=n)
+    return dict(send_msgs=2 * n, send_bytes=2 * ADV_BYTES * n,
+                recv_msgs=2 * n, recv_bytes=2 * ADV_BYTES * n,
+                write_msgs=n, write_bytes=n * size,
+                read_msgs=n, read_bytes=n * size, iterations=n)
+
+
+def wait_for(pred, timeout=SHORT_TIMEOUT, interval=0.05, what="condition"):
+    """For facts nothing can poll (a counter, a process list, an rdma_cm
+    listener of another program): check, sleep interval, bounded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what} not true within {timeout:g}s")
+        time.sleep(interval)
+
+
+# --- processes, kernel log, module -----------------------------------------
+
+def kthread_pids(name):
+    """PIDs whose comm is the session's kthread name (truncated to 15)."""
+    comm = f"krping/{name}"[:15]
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/comm") as f:
+                if f.read().rstrip("\n") == comm:
+                    pids.append(int(entry.name))
+        except OSError:
+            pass
+    return pids
+
+
+class Kmsg:
+    """Kernel log records written after construction (/dev/kmsg)."""
+
+    def __init__(self):
+        try:
+            self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)
+        except OSError:
+            self.fd = None
+
+    def read(self):
+        lines = []
+        if self.fd is None:
+            return lines
+        while True:
+            try:
+                rec = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno == errno.EPIPE:      # overwritten records
+                    continue
+                break
+            if not rec:
+                break
+            head, _, msg = rec.decode(errors="replace").partition(";")
+            text = msg.split("\n", 1)[0]
+            # continuation lines (" KEY=value") are dropped
+            lines.append(text)
+        return lines
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+# Kernel log lines that mean the kernel is broken, whatever the test says.
+KERNEL_BUG_MARKERS = ("BUG:", "WARNING:", "Oops", "general protection fault",
+                      "KASAN", "UBSAN", "kernel BUG", "refcount_t:",
+                      "list_add corruption", "list_del corruption",
+                      "INFO: task", "hung_task", "soft lockup",
+                      "rcu_sched self-detected", "rcu: INFO",
+                      "Call Trace:", "kmemleak")
+
+
+def kernel_bug_lines(lines):
+    return [l for l in lines if any(m in l for m in KERNEL_BUG_MARKERS)]
+
+
+def module_loaded(name=MODULE):
+    return Path(f"/sys/module/{name}").exists()
+
+
+def module_refcnt(name=MODULE):
+    return int(read_text(f"/sys/module/{name}/refcnt"))
+
+
+def delete_module(name=MODULE):
+    """delete_module(2) with O_NONBLOCK, as rmmod does; returns 0 or errno."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    rc = libc.delete_module(name.encode(), os.O_NONBLOCK)
+    return ctypes.get_errno() if rc != 0 else 0
+
+
+def run(cmd, timeout=SHORT_TIMEOUT, check=True):
+    """Run a command; return CompletedProcess (text output)."""
+    cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and cp.returncode != 0:
+        raise KrpingError(f"{' '.join(cmd)} exited {cp.returncode}: "
+                          f"{cp.stdout.strip()} {cp.stderr.strip()}")
+    return cp
+
+
+def cm_listeners():
+    """Local rdma_cm listening ports as seen by `rdma resource show cm_id`."""
+    cp = run(["rdma", "-j", "resource", "show", "cm_id"], check=False)
+    if cp.returncode != 0:
+        return None
+    ports = set()
+    try:
+        data = json.loads(cp.stdout or "[]")
+    except ValueError:
+        return None
+    for entry in data:
+        if entry.get("state") != "LISTEN":
+            continue
+        # "src-addr": "10.9.0.1:7174" (iproute2 6.1); newer ones may also
+        # have "src-port"
+        if "src-port" in entry:
+            ports.add(int(entry["src-port"]))
+        elif ":" in entry.get("src-addr", ""):
+            ports.add(int(entry["src-addr"].rsplit(":", 1)[1]))
+    return ports
+
+
+def wait_listener(port, timeout=SHORT_TIMEOUT):
+    """Wait until some process has an rdma_cm listener on port."""
+    return wait_for(lambda: (cm_listeners() or set()) & {port},
+                    timeout=timeout, interval=0.1,
+                    what=f"an rdma_cm listener on port {port}")

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Full ping-pong runs between a krping server and a krping client."""
+
+import pytest
+
+from lib import krping
+from lib.krping import run_pair, ping_stats
+
+SIZES = [1, 64, 4096, 65536, 1048576]
+
+
+def count_for(size):
+    # Keep big buffers short: TCG moves a few tens of MB/s.
+    return 10 if size <= 65536 else 3
+
+
+def check_run(srv, cli, count, size, sstate, cstate):
+    assert (sstate, cstate) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    assert srv.error == 0 and cli.error == 0
+    assert srv.device in krping.RDMA_DEVICES, srv.describe()
+    assert cli.device in krping.RDMA_DEVICES, cli.describe()
+    assert cli.stats() == ping_stats("client", count, size), cli.describe()
+    assert srv.stats() == ping_stats("server", count, size), srv.describe()
+    assert srv.get("start") == "0" and cli.get("start") == "0"
+
+
+def ping_pair(pool, count, size, **kw):
+    srv, cli = pool.pair(count=count, size=size, validate=1, **kw)
+    sstate, cstate = run_pair(srv, cli)
+    check_run(srv, cli, count, size, sstate, cstate)
+    return srv, cli
+
+
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+@pytest.mark.parametrize("size", SIZES)
+def test_ping(pool, size, mem_mode):
+    ping_pair(pool, count_for(size), size, mem_mode=mem_mode)
+
+
+@pytest.mark.parametrize("size", [64, 65536])
+def test_ping_server_inv(pool, size):
+    ping_pair(pool, count_for(size), size, server_inv=1)
+
+
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+@pytest.mark.parametrize("size", [64, 65536])
+def test_ping_local_dma_lkey(pool, size, mem_mode):
+    ping_pair(pool, count_for(size), size, local_dma_lkey=1,
+              mem_mode=mem_mode)
+
+
+@pytest.mark.parametrize("extra", [
+    dict(poll=1),
+    dict(verbose=1),
+    dict(txdepth=4),
+    dict(txdepth=16384),
+    dict(tos=32),
+    dict(server_inv=1, local_dma_lkey=1, poll=1),
+], ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+def test_ping_variants(pool, extra):
+    ping_pair(pool, 10, 64, **extra)
+
+
+def test_ping_without_validate(pool):
+    srv, cli = pool.pair(count=5, size=128)
+    check_run(srv, cli, 5, 128, *run_pair(srv, cli))
+
+
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+def test_ping_max_size(pool, mem_mode):
+    """The largest size the ABI takes (4 MiB) runs."""
+    ping_pair(pool, 1, 4194304, mem_mode=mem_mode)
+
+
+def test_server_listens_on_any_address(pool):
+    port = krping.next_port()
+    srv = pool.session("s", role="server", addr="0.0.0.0", port=port,
+                       count=5, validate=1)
+    cli = pool.session("c", role="client", addr=krping.CLIENT_ADDR,
+                       port=port, count=5, validate=1)
+    check_run(srv, cli, 5, 64, *run_pair(srv, cli))
+
+
+def test_server_count_zero_ends_done_on_client_disconnect(pool):
+    """A server with count=0 serves until the client disconnects cleanly."""
+    srv, cli = pool.pair(count=7, size=64, validate=1, server=dict(count=0))
+    sstate, cstate = run_pair(srv, cli)
+    check_run(srv, cli, 7, 64, sstate, cstate)
+
+
+def test_states_and_kthread_during_run(pool):
+    """start reads 1 and the kthread krping/<name> exists while a session
+    runs; both go away when it ends."""
+    srv, cli = pool.pair(count=0, size=64, validate=1)
+    srv.start()
+    srv.expect_state("listening")
+    assert srv.get("start") == "1"
+    assert len(krping.kthread_pids(srv.name)) == 1
+    cli.start()
+    cli.expect_state("running")
+    srv.expect_state("running")
+    assert cli.get("start") == "1"
+    assert len(krping.kthread_pids(cli.name)) == 1
+    assert srv.device in krping.RDMA_DEVICES
+    assert cli.device in krping.RDMA_DEVICES
+    krping.wait_for(lambda: cli.stat("iterations") >= 3,
+                    what="3 iterations on the client")
+    cli.stop()
+    assert cli.state == "stopped"
+    assert cli.error == 0
+    assert cli.get("start") == "0"
+    # a count=0 server ends done when the client goes away between
+    # iterations, failed (negative errno) when in the middle of one
+    end = srv.wait_end()
+    assert end in ("done", "failed"), srv.describe()
+    if end == "failed":
+        assert srv.error < 0, srv.describe()
+    else:
+        assert srv.error == 0, srv.describe()
+    for s in (srv, cli):
+        krping.wait_for(lambda: not krping.kthread_pids(s.name),
+                        timeout=10, what=f"kthread of {s.name} gone")
+    # the counters are consistent with the iterations they report
+    n = cli.stat("iterations")
+    assert n >= 3
+    st = cli.stats()
+    # stopped at any point of iteration n+1: up to 2 more SENDs, 1 RECV
+    assert 2 * n <= st["send_msgs"] <= 2 * n + 2, cli.describe()
+    assert 2 * n <= st["recv_msgs"] <= 2 * n + 1, cli.describe()
+    assert st["send_bytes"] == 16 * st["send_msgs"]
+    assert st["recv_bytes"] == 16 * st["recv_msgs"]
+    assert st["write_msgs"] == st["read_msgs"] == 0
+
+
+def test_two_concurrent_pairs(pool):
+    pairs = [(pool.pair(count=10, size=size, validate=1), size)
+             for size in (64, 4096)]
+    for (srv, _), _ in pairs:
+        srv.start()
+    for (srv, _), _ in pairs:
+        srv.expect_state("listening")
+    for (_, cli), _ in pairs:
+        cli.start()
+    for (srv, cli), size in pairs:
+        cstate = cli.wait_end()
+        sstate = srv.wait_end()
+        check_run(srv, cli, 10, size, sstate, cstate)
+
+
+def test_four_clients_one_port_each(pool):
+    """Four pairs started at once, all running at the same time."""
+    pairs = [pool.pair(count=0, size=256, validate=1) for _ in range(4)]
+    for srv, _ in pairs:
+        srv.start()
+    for srv, _ in pairs:
+        srv.expect_state("listening")
+    for _, cli in pairs:
+        cli.start()
+    for srv, cli in pairs:
+        cli.expect_state("running")
+    for srv, cli in pairs:
+        krping.wait_for(lambda: cli.stat("iterations") >= 2,
+                        what=f"{cli.name} iterating")
+    # all four are still running together
+    assert all(c.state == "running" for _, c in pairs)
+    for srv, cli in pairs:
+        cli.stop()
+        assert cli.state == "stopped"
+        assert srv.wait_end() in ("done", "failed")
+
+
+def test_restart_finished_session_resets_counters(pool):
+    srv, cli = ping_pair(pool, 5, 64)
+    # Second run with other counts: counters restart from zero.
+    srv.set("count", 3)
+    cli.set("count", 3)
+    srv.start()
+    srv.expect_state("listening")
+    assert srv.stats() == {name: 0 for name in krping.STATS}
+    assert srv.error == 0
+    cli.start()
+    cstate = cli.wait_end()
+    sstate = srv.wait_end()
+    check_run(srv, cli, 3, 64, sstate, cstate)
+
+
+def test_restart_failed_session(pool):
+    """A client that failed (nobody listening) can be started again and
+    then succeeds; error is reset."""
+    srv, cli = pool.pair(count=4, size=64, validate=1)
+    cli.start()
+    assert cli.wait_end() == "failed"
+    assert cli.error < 0
+    sstate, cstate = run_pair(srv, cli)
+    check_run(srv, cli, 4, 64, sstate, cstate)
+
+
+def test_restart_stopped_server(pool):
+    srv, cli = pool.pair(count=4, size=64, validate=1)
+    srv.start()
+    srv.expect_state("listening")
+    srv.stop()
+    assert srv.state == "stopped"
+    check_run(srv, cli, 4, 64, *run_pair(srv, cli))
+
+
+def test_client_to_rxe1_address(pool):
+    """Server on vb's address (10.9.0.2): the other device."""
+    port = krping.next_port()
+    srv = pool.session("s", role="server", addr=krping.CLIENT_ADDR,
+                       port=port, count=5, validate=1)
+    cli = pool.session("c", role="client", addr=krping.CLIENT_ADDR,
+                       port=port, count=5, validate=1)
+    check_run(srv, cli, 5, 64, *run_pair(srv, cli))

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Wire compatibility with rping from rdma-core, both directions."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from lib import krping
+from lib.krping import ping_stats
+
+RPING = shutil.which("rping") or "/usr/bin/rping"
+SIZES = [64, 4096, 65535]      # rping takes 23..65535
+COUNT = 10
+
+
+@pytest.fixture
+def rping_ok():
+    if not os.access(RPING, os.X_OK):
+        pytest.skip(f"{RPING} not installed (package rdmacm-utils)")
+    if not os.path.exists("/dev/infiniband/rdma_cm"):
+        pytest.skip("/dev/infiniband/rdma_cm missing (rdma_ucm not loaded "
+                    "or no devtmpfs)")
+    if krping.cm_listeners() is None:
+        pytest.skip("`rdma -j resource show cm_id` does not work here")
+
+
+class Rping:
+    """An rping process with bounded waits; killed in close()."""
+
+    def __init__(self, args):
+        self.args = [RPING] + args
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.output = None
+
+    def wait(self, timeout=krping.TIMEOUT):
+        try:
+            self.output, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.close()
+            raise AssertionError(f"{' '.join(self.args)} still running "
+                                 f"after {timeout}s: {self.output}")
+        return self.proc.returncode
+
+    def wait_listening(self, port):
+        """Until rping's rdma_cm listener on port shows up (bounded)."""
+        def ready():
+            if self.proc.poll() is not None:
+                self.output, _ = self.proc.communicate()
+                raise AssertionError("rping exited before listening: "
+                                     + self.describe())
+            return port in (krping.cm_listeners() or set())
+        krping.wait_for(ready, timeout=krping.SHORT_TIMEOUT, interval=0.1,
+                        what=f"rping listening on port {port}")
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.output, _ = self.proc.communicate(timeout=10)
+
+    def describe(self):
+        return (f"{' '.join(self.args)} -> {self.proc.returncode}: "
+                f"{(self.output or '').strip()}")
+
+
+@pytest.fixture
+def rpings():
+    procs = []
+    yield procs
+    for p in procs:
+        p.close()
+
+
+def test_rping_with_rping(rping_ok, rpings):
+    """Calibration: rping against itself on the bed, exit status 0."""
+    port = krping.next_port()
+    srv = Rping(["-s", "-a", krping.SERVER_ADDR, "-p", str(port), "-C",
+                 str(COUNT), "-V", "-S", "64"])
+    rpings.append(srv)
+    srv.wait_listening(port)
+    cli = Rping(["-c", "-a", krping.SERVER_ADDR, "-p", str(port), "-C",
+                 str(COUNT), "-V", "-S", "64"])
+    rpings.append(cli)
+    assert cli.wait() == 0, cli.describe()
+    assert srv.wait() == 0, srv.describe()
+
+
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+@pytest.mark.parametrize("size", SIZES)
+def test_krping_client_rping_server(rping_ok, rpings, pool, size, mem_mode):
+    port = krping.next_port()
+    srv = Rping(["-s", "-a", krping.SERVER_ADDR, "-p", str(port), "-C",
+                 str(COUNT), "-V", "-S", str(size)])
+    rpings.append(srv)
+    srv.wait_listening(port)
+    cli = pool.session("c", role="client", addr=krping.SERVER_ADDR, port=port,
+                       count=COUNT, size=size, validate=1, mem_mode=mem_mode)
+    cli.start()
+    end = cli.wait_end()
+    rc = srv.wait()
+    assert end == "done", cli.describe() + " | " + srv.describe()
+    assert cli.error == 0
+    assert cli.device in krping.RDMA_DEVICES
+    assert cli.stats() == ping_stats("client", COUNT, size), cli.describe()
+    assert rc == 0, srv.describe()
+
+
+@pytest.mark.parametrize("server_count", [COUNT, 0], ids=["count=N", "count=0"])
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+@pytest.mark.parametrize("size", SIZES)
+def test_rping_client_krping_server(rping_ok, rpings, pool, size, mem_mode,
+                                    server_count):
+    port = krping.next_port()
+    srv = pool.session("s", role="server", addr=krping.SERVER_ADDR, port=port,
+                       count=server_count, size=size, mem_mode=mem_mode)
+    srv.start()
+    srv.expect_state("listening")
+    assert port in krping.cm_listeners(), "krping listener not visible"
+    cli = Rping(["-c", "-a", krping.SERVER_ADDR, "-p", str(port), "-C",
+                 str(COUNT), "-V", "-S", str(size)])
+    rpings.append(cli)
+    rc = cli.wait()
+    end = srv.wait_end()
+    assert rc == 0, cli.describe() + " | " + srv.describe()
+    assert end == "done", srv.describe() + " | " + cli.describe()
+    assert srv.error == 0
+    assert srv.device in krping.RDMA_DEVICES
+    assert srv.stats() == ping_stats("server", COUNT, size), srv.describe()
