@@ -112,7 +112,8 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 	rdma_disconnect(run->conn_id);
 	wait_event_timeout(run->wq,
 			   krping_reached(counter, target) ||
-			   READ_ONCE(run->error) || READ_ONCE(run->flushed),
+			   READ_ONCE(run->error) || READ_ONCE(run->flushed) ||
+			   kthread_should_stop(),
 			   KRPING_FLUSH_TIMEOUT);
 	if (krping_reached(counter, target))
 		return 0;
@@ -124,7 +125,8 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
  * @run: the run
  * @timeout: in jiffies
  *
- * Return: 0 on disconnect or timeout, -EINTR when told to stop.
+ * Return: 0 on disconnect or timeout, -EINTR when told to stop, or the
+ * run's error.
  */
 int krping_wait_disconnect(struct krping_run *run, unsigned long timeout)
 {
@@ -136,7 +138,7 @@ int krping_wait_disconnect(struct krping_run *run, unsigned long timeout)
 					       timeout);
 	if (ret < 0 || kthread_should_stop())
 		return -EINTR;
-	return 0;
+	return READ_ONCE(run->error);
 }
 
 static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
@@ -157,8 +159,8 @@ static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		/* One connection per server session; refuse the others. */
 		if (READ_ONCE(run->child))
 			return -EBUSY;
-		WRITE_ONCE(run->child, id);
-		set_bit(KRPING_CM_CONNECT_REQUEST, &run->cm_flags);
+		/* Pairs with smp_load_acquire() in krping_wait_child(). */
+		smp_store_release(&run->child, id);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		set_bit(KRPING_CM_ESTABLISHED, &run->cm_flags);
@@ -202,8 +204,9 @@ static int krping_wc_errno(enum ib_wc_status status)
 	case IB_WC_RNR_RETRY_EXC_ERR:
 		return -ETIMEDOUT;
 	case IB_WC_LOC_LEN_ERR:
-	case IB_WC_REM_INV_REQ_ERR:
 		return -EMSGSIZE;
+	case IB_WC_REM_INV_REQ_ERR:
+		return -EREMOTEIO;
 	default:
 		return -EIO;
 	}
@@ -286,14 +289,15 @@ static void krping_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 static int krping_buf_alloc(struct krping_run *run, struct krping_buf *b,
-			    u32 size)
+			    u32 size, enum dma_data_direction dir)
 {
 	struct ib_device *dev = run->pd->device;
 
 	b->addr = kzalloc(size, GFP_KERNEL | __GFP_NOWARN);
 	if (!b->addr)
 		return -ENOMEM;
-	b->dma = ib_dma_map_single(dev, b->addr, size, DMA_BIDIRECTIONAL);
+	b->dir = dir;
+	b->dma = ib_dma_map_single(dev, b->addr, size, dir);
 	if (ib_dma_mapping_error(dev, b->dma)) {
 		kfree(b->addr);
 		b->addr = NULL;
@@ -307,8 +311,7 @@ static void krping_buf_free(struct krping_run *run, struct krping_buf *b)
 {
 	if (!b->addr)
 		return;
-	ib_dma_unmap_single(run->pd->device, b->dma, b->size,
-			    DMA_BIDIRECTIONAL);
+	ib_dma_unmap_single(run->pd->device, b->dma, b->size, b->dir);
 	kfree(b->addr);
 	b->addr = NULL;
 }
@@ -330,6 +333,25 @@ static int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
 	m->buf = b;
 	m->valid = false;
 	return 0;
+}
+
+/**
+ * krping_server_registers() - does the server register rdma_buf?
+ * @run: the run
+ * @read: for the RDMA READ sink (else for the WRITE source)
+ *
+ * In reg mode it does unless local_dma_lkey is set. On iWARP a READ sink
+ * always needs a registration with remote write access (READ responses
+ * are placed like WRITEs), which no local DMA lkey has.
+ */
+bool krping_server_registers(const struct krping_run *run, bool read)
+{
+	const struct krping_options *o = run->opts;
+
+	if (o->mem_mode == KRPING_MEM_REG && !o->local_dma_lkey)
+		return true;
+	return read && rdma_protocol_iwarp(run->conn_id->device,
+					   run->conn_id->port_num);
 }
 
 /* Queues, buffers and registrations of a run, on @id's device. */
@@ -378,22 +400,28 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 		return ret;
 	run->qp = id->qp;
 
-	ret = krping_buf_alloc(run, &run->recv_buf, KRPING_MSG_SIZE);
+	ret = krping_buf_alloc(run, &run->recv_buf, KRPING_MSG_SIZE,
+			       DMA_FROM_DEVICE);
 	if (!ret)
-		ret = krping_buf_alloc(run, &run->send_buf, KRPING_MSG_SIZE);
+		ret = krping_buf_alloc(run, &run->send_buf, KRPING_MSG_SIZE,
+				       DMA_TO_DEVICE);
 	if (!ret)
-		ret = krping_buf_alloc(run, &run->rdma_buf, o->size);
+		ret = krping_buf_alloc(run, &run->rdma_buf, o->size,
+				       DMA_BIDIRECTIONAL);
 	if (!ret && client)
-		ret = krping_buf_alloc(run, &run->start_buf, o->size);
-	if (ret || o->mem_mode != KRPING_MEM_REG)
+		ret = krping_buf_alloc(run, &run->start_buf, o->size,
+				       DMA_BIDIRECTIONAL);
+	if (ret)
 		return ret;
 
 	if (client) {
+		if (o->mem_mode != KRPING_MEM_REG)
+			return 0;
 		ret = krping_mr_alloc(run, &run->start_mr, &run->start_buf);
 		if (!ret)
 			ret = krping_mr_alloc(run, &run->rdma_mr,
 					      &run->rdma_buf);
-	} else if (!o->local_dma_lkey) {
+	} else if (krping_server_registers(run, true)) {
 		ret = krping_mr_alloc(run, &run->rdma_mr, &run->rdma_buf);
 	}
 	return ret;
@@ -499,12 +527,16 @@ int krping_accept(struct krping_run *run)
 		return ret;
 
 	krping_session_set_state(run->sess, KRPING_STATE_LISTENING);
-	ret = krping_wait_cm(run, KRPING_CM_CONNECT_REQUEST);
-	if (ret)
-		return ret;
+	ret = wait_event_interruptible(run->wq,
+				       READ_ONCE(run->child) ||
+				       krping_broken(run) ||
+				       kthread_should_stop());
+	/* Pairs with smp_store_release() in krping_cm_handler(). */
+	child = smp_load_acquire(&run->child);
+	if (!child)
+		return krping_wait_result(run, ret);
 
 	krping_session_set_state(run->sess, KRPING_STATE_CONNECTING);
-	child = READ_ONCE(run->child);
 	ret = krping_setup(run, child);
 	if (!ret)
 		ret = krping_post_recv(run);

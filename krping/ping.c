@@ -140,20 +140,21 @@ static int krping_server_recv_adv(struct krping_run *run, u64 *addr,
 static int krping_server_rdma(struct krping_run *run, bool read, u64 addr,
 			      u32 rkey, u32 len)
 {
-	const struct krping_options *o = run->opts;
 	struct ib_sge sge = {
 		.addr = run->rdma_buf.dma,
 		.length = len,
 		.lkey = run->pd->local_dma_lkey,
 	};
-	struct krping_mr *reg = run->rdma_mr.mr ? &run->rdma_mr : NULL;
+	struct krping_mr *reg = NULL;
 	enum ib_wr_opcode opcode = IB_WR_RDMA_WRITE;
 	int access = IB_ACCESS_LOCAL_WRITE;
 
+	if (krping_server_registers(run, read))
+		reg = &run->rdma_mr;
 	if (read) {
-		opcode = o->read_inv && reg ? IB_WR_RDMA_READ_WITH_INV :
-					      IB_WR_RDMA_READ;
-		/* iWARP writes READ responses into the sink like a WRITE. */
+		opcode = run->opts->read_inv && reg ?
+			 IB_WR_RDMA_READ_WITH_INV : IB_WR_RDMA_READ;
+		/* iWARP places READ responses into the sink like WRITEs. */
 		if (rdma_protocol_iwarp(run->pd->device,
 					run->conn_id->port_num))
 			access |= IB_ACCESS_REMOTE_WRITE;

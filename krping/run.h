@@ -27,6 +27,7 @@ struct krping_buf {
 	void *addr;
 	u64 dma;
 	u32 size;
+	enum dma_data_direction dir;
 };
 
 /* A fast-registration MR that covers one buffer. */
@@ -40,7 +41,6 @@ struct krping_mr {
 enum {
 	KRPING_CM_ADDR_RESOLVED,
 	KRPING_CM_ROUTE_RESOLVED,
-	KRPING_CM_CONNECT_REQUEST,
 	KRPING_CM_ESTABLISHED,
 };
 
@@ -124,6 +124,7 @@ int krping_accept(struct krping_run *run);
 void krping_teardown(struct krping_run *run);
 int krping_wait_count(struct krping_run *run, const int *counter, int target);
 int krping_wait_disconnect(struct krping_run *run, unsigned long timeout);
+bool krping_server_registers(const struct krping_run *run, bool read);
 int krping_post_recv(struct krping_run *run);
 int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
 		    u32 invalidate_rkey);

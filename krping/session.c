@@ -197,12 +197,7 @@ int krping_session_start(struct krping_session *sess)
 	if (ret)
 		goto out;
 
-	krping_session_reap(sess);
-	sess->run_opts = run_opts;
-	krping_stats_reset(&sess->stats);
-	krping_session_set_device(sess, NULL);
-	WRITE_ONCE(sess->error, 0);
-
+	/* The thread only runs once woken, after the reset below. */
 	task = kthread_create(krping_thread, sess, "krping/%s",
 			      config_item_name(&sess->item));
 	if (IS_ERR(task)) {
@@ -210,7 +205,14 @@ int krping_session_start(struct krping_session *sess)
 		goto out;
 	}
 	get_task_struct(task);
+
+	/* Nothing can fail from here on: the last run's results go. */
+	krping_session_reap(sess);
 	sess->task = task;
+	sess->run_opts = run_opts;
+	krping_stats_reset(&sess->stats);
+	krping_session_set_device(sess, NULL);
+	WRITE_ONCE(sess->error, 0);
 	/* Active from here on, so that writes racing the thread see -EBUSY. */
 	krping_session_set_state(sess, KRPING_STATE_RESOLVING);
 	wake_up_process(task);
