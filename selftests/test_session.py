@@ -216,3 +216,34 @@ def test_session_directory_cannot_hold_files(pool):
 def test_rmdir_of_unknown_session_fails():
     with pytest.raises(FileNotFoundError):
         os.rmdir(krping.CONFIGFS / "nosuchsession")
+
+
+def test_wait_state_sleeps_in_poll(pool):
+    """Waiting on a state that does not come times out on time and
+    sleeps meanwhile: poll() on the state file does not return without a
+    change (no busy loop in the helper, no spurious kernfs events)."""
+    import resource
+    import time
+    s = pool.session("w")
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.monotonic()
+    with pytest.raises(krping.StateTimeout):
+        s.wait_state("done", 2.0)
+    took = time.monotonic() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    assert 1.9 <= took < 4.0
+    assert cpu < 0.5, f"{cpu:.2f}s of CPU while waiting 2s"
+
+
+def test_state_change_wakes_poll(pool):
+    """Each state change is notified: start wakes a waiter in poll()."""
+    import time
+    s = pool.session("w", role="server", addr=krping.SERVER_ADDR,
+                     port=krping.next_port())
+    t0 = time.monotonic()
+    s.start()
+    assert s.wait_state("listening", krping.SHORT_TIMEOUT) == "listening"
+    s.stop()
+    assert s.wait_state("stopped", 5) == "stopped"
+    assert time.monotonic() - t0 < krping.SHORT_TIMEOUT

@@ -421,6 +421,29 @@ def ping_stats(role, n, size):
                 read_msgs=n, read_bytes=n * size, iterations=n)
 
 
+def partial_ping_problems(role, st, size):
+    """Counters of a ping run that ended somewhere inside an iteration
+    (stopped, peer gone): what is inconsistent with st['iterations']?"""
+    n = st["iterations"]
+    if role == "client":
+        # per iteration: SEND adv, RECV go-ahead, SEND adv, RECV go-ahead
+        bounds = dict(send_msgs=(2 * n, 2 * n + 2), recv_msgs=(2 * n, 2 * n + 1),
+                      read_msgs=(0, 0), write_msgs=(0, 0))
+    else:
+        # per iteration: RECV adv, READ, SEND go-ahead, RECV adv, WRITE,
+        # SEND go-ahead (the iteration counts when that SEND completes)
+        bounds = dict(recv_msgs=(2 * n, 2 * n + 2), send_msgs=(2 * n, 2 * n + 1),
+                      read_msgs=(n, n + 1), write_msgs=(n, n + 1))
+    problems = [f"{k}={st[k]} not in [{lo}, {hi}]"
+                for k, (lo, hi) in bounds.items() if not lo <= st[k] <= hi]
+    for kind, unit in (("send", ADV_BYTES), ("recv", ADV_BYTES),
+                       ("read", size), ("write", size)):
+        if st[f"{kind}_bytes"] != unit * st[f"{kind}_msgs"]:
+            problems.append(f"{kind}_bytes={st[kind + '_bytes']} != "
+                            f"{unit} * {kind}_msgs={st[kind + '_msgs']}")
+    return problems
+
+
 def wait_for(pred, timeout=SHORT_TIMEOUT, interval=0.05, what="condition"):
     """For facts nothing can poll (a counter, a process list, an rdma_cm
     listener of another program): check, sleep interval, bounded."""
