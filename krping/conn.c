@@ -12,6 +12,7 @@
 
 #include <linux/kthread.h>
 #include <linux/scatterlist.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 
 #include "run.h"
@@ -316,12 +317,35 @@ static void krping_buf_free(struct krping_run *run, struct krping_buf *b)
 	b->addr = NULL;
 }
 
+/*
+ * Pick the MR page size for a buffer: the smallest the device supports
+ * whose page list still fits. kmalloc memory is contiguous, so a buffer
+ * larger than the page list allows at PAGE_SIZE (rxe: 512 entries) can be
+ * registered with larger pages. Returns 0 if none fits.
+ */
+static u32 krping_mr_page_size(const struct ib_device *dev,
+			       const struct krping_buf *b, u32 *pages)
+{
+	u64 page_size;
+
+	for (page_size = PAGE_SIZE; page_size <= SZ_1G; page_size <<= 1) {
+		if (!(dev->attrs.page_size_cap & page_size))
+			continue;
+		*pages = DIV_ROUND_UP((b->dma & (page_size - 1)) + b->size,
+				      page_size);
+		if (*pages <= dev->attrs.max_fast_reg_page_list_len)
+			return page_size;
+	}
+	return 0;
+}
+
 static int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
 			   struct krping_buf *b)
 {
-	u32 pages = DIV_ROUND_UP(offset_in_page(b->addr) + b->size, PAGE_SIZE);
+	u32 pages;
 
-	if (pages > run->pd->device->attrs.max_fast_reg_page_list_len)
+	m->page_size = krping_mr_page_size(run->pd->device, b, &pages);
+	if (!m->page_size)
 		return -EMSGSIZE;
 	m->mr = ib_alloc_mr(run->pd, IB_MR_TYPE_MEM_REG, pages);
 	if (IS_ERR(m->mr)) {
@@ -684,7 +708,7 @@ static int krping_build_reg(struct krping_run *run, struct krping_mr *m,
 	sg_init_table(&sg, 1);
 	sg_dma_address(&sg) = m->buf->dma;
 	sg_dma_len(&sg) = m->buf->size;
-	n = ib_map_mr_sg(m->mr, &sg, 1, NULL, PAGE_SIZE);
+	n = ib_map_mr_sg(m->mr, &sg, 1, NULL, m->page_size);
 	if (n != 1)
 		return n < 0 ? n : -EINVAL;
 

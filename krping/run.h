@@ -34,6 +34,7 @@ struct krping_buf {
 struct krping_mr {
 	struct ib_mr *mr;
 	struct krping_buf *buf;
+	u32 page_size;	/* MR page size used to map @buf */
 	bool valid;	/* registered and not yet invalidated */
 };
 
