@@ -74,6 +74,7 @@ class TapPlugin:
         self.counts = {"pass": 0, "fail": 0, "skip": 0}
         self.collect_errors = []
         self.reports = {}
+        self.durations = []
 
     def _out(self, *lines):
         if self.capman is not None:
@@ -113,6 +114,7 @@ class TapPlugin:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         reports = self.reports.pop(nodeid, [])
+        self.durations.append((sum(r.duration for r in reports), nodeid))
         self.num += 1
         name = _tap_name(nodeid)
         failed = [r for r in reports if r.failed]
@@ -157,6 +159,11 @@ class TapPlugin:
 
     def pytest_sessionfinish(self, session, exitstatus):
         c = self.counts
+        slow = sorted(self.durations, reverse=True)[:5]
+        if slow:
+            self._out("# slowest: " + ", ".join(
+                f"{_tap_name(n)} {d:.1f}s" for d, n in slow))
+            self._out(f"# total test time {sum(d for d, _ in self.durations):.0f}s")
         self._out(f"# Totals: pass:{c['pass']} fail:{c['fail']} xfail:0 "
                   f"xpass:0 skip:{c['skip']} error:0")
         if c["fail"]:
