@@ -61,3 +61,9 @@ run: deps
 
 vm:
 	$(TB)/vm-run --kver $(KVER) -- $(CMD)
+
+# make bench: krping against perftest on rxe in one 6.12 VM, one table
+# (results/bench.txt, results/bench.json). Not part of make check.
+.PHONY: bench
+bench: deps
+	scripts/bench/run.sh $(BENCH_ARGS)

@@ -576,3 +576,101 @@ def wait_listener(port, timeout=SHORT_TIMEOUT):
     return wait_for(lambda: (cm_listeners() or set()) & {port},
                     timeout=timeout, interval=0.1,
                     what=f"an rdma_cm listener on port {port}")
+
+
+# --- benchmarks: latency/, bandwidth/, reset --------------------------------
+
+LATENCY = ("samples", "min_ns", "max_ns", "mean_ns", "p50_ns", "p99_ns",
+           "p999_ns", "stdev_ns")
+BANDWIDTH = ("bytes", "duration_ns", "mbytes_per_sec", "msgs_per_sec")
+BENCH_TESTS = ("wlat", "rlat", "bw", "fr")
+MB = 1 << 20            # mbytes_per_sec counts MB of 2^20 bytes, as perftest
+
+
+def session_latency(s):
+    """{name: int} of /sys/kernel/krping/<name>/latency/."""
+    return {k: int(read_text(s.sys / "latency" / k)) for k in LATENCY}
+
+
+def session_bandwidth(s):
+    """{name: int} of /sys/kernel/krping/<name>/bandwidth/."""
+    return {k: int(read_text(s.sys / "bandwidth" / k)) for k in BANDWIDTH}
+
+
+def session_reset(s, value=1):
+    """Write value to the session's sysfs reset file; 0 or the errno."""
+    return write_errno(s.sys / "reset", value)
+
+
+def bench_stats(test, role, n, size, duplex=False):
+    """Exact stats/ of a completed run of test with count n, size bytes
+    (the benchmark ABI of issue 3; ping as ping_stats)."""
+    if test == "ping":
+        return ping_stats(role, n, size)
+    # every benchmark starts with one 16-byte SEND/RECV each way
+    st = dict(send_msgs=1, send_bytes=ADV_BYTES, recv_msgs=1,
+              recv_bytes=ADV_BYTES, write_msgs=0, write_bytes=0,
+              read_msgs=0, read_bytes=0, iterations=0)
+    client = role == "client"
+    if test == "wlat" or (test == "bw" and (client or duplex)):
+        st.update(write_msgs=n, write_bytes=n * size, iterations=n)
+    elif test == "rlat" and client:
+        st.update(read_msgs=n, read_bytes=n * size, iterations=n)
+    elif test == "fr" and client:
+        st.update(iterations=n)
+    return st
+
+
+def bench_latency_samples(test, role, n, duplex=False):
+    """latency/samples of a completed run (None: the ABI does not say)."""
+    if test == "fr":
+        return None
+    if test in ("ping", "wlat") or (test == "rlat" and role == "client"):
+        return n
+    return 0
+
+
+def bench_reports_bandwidth(test, role, duplex=False):
+    return test == "bw" and (role == "client" or duplex)
+
+
+def latency_problems(lat):
+    """What is inconsistent in a latency/ snapshot (empty list: fine)."""
+    p = []
+    if lat["samples"] == 0:
+        nonzero = {k: v for k, v in lat.items() if v}
+        if nonzero:
+            p.append(f"no samples but {nonzero}")
+        return p
+    order = ("min_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns")
+    for a, b in zip(order, order[1:]):
+        if lat[a] > lat[b]:
+            p.append(f"{a}={lat[a]} > {b}={lat[b]}")
+    if not lat["min_ns"] <= lat["mean_ns"] <= lat["max_ns"]:
+        p.append(f"mean_ns={lat['mean_ns']} outside [{lat['min_ns']}, "
+                 f"{lat['max_ns']}]")
+    if lat["stdev_ns"] > lat["max_ns"] - lat["min_ns"]:
+        p.append(f"stdev_ns={lat['stdev_ns']} > max-min")
+    return p
+
+
+def bandwidth_problems(bw, msgs):
+    """What is inconsistent in a bandwidth/ snapshot of msgs messages."""
+    p = []
+    if bw["bytes"] == 0:
+        nonzero = {k: v for k, v in bw.items() if v}
+        if nonzero:
+            p.append(f"no bytes but {nonzero}")
+        return p
+    d = bw["duration_ns"]
+    if d <= 0:
+        return [f"bytes={bw['bytes']} with duration_ns={d}"]
+    mbps = bw["bytes"] * 10**9 / d / MB
+    if abs(bw["mbytes_per_sec"] - mbps) > 1:
+        p.append(f"mbytes_per_sec={bw['mbytes_per_sec']}, bytes/duration "
+                 f"gives {mbps:.3f}")
+    mps = msgs * 10**9 / d
+    if abs(bw["msgs_per_sec"] - mps) > 1 + mps * 1e-6:
+        p.append(f"msgs_per_sec={bw['msgs_per_sec']}, {msgs} msgs/duration "
+                 f"gives {mps:.3f}")
+    return p
