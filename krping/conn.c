@@ -3,8 +3,9 @@
  * The connection of a run: rdma_cm setup and teardown, the queues and
  * buffers, work request posting and the waits of the run's thread.
  *
- * Every wait sleeps interruptibly on run->wq with kthread_should_stop()
- * in its condition, so start=0, rmdir and SIGKILL end a run at any point.
+ * Every wait sleeps interruptibly on run->wq (or, with poll=1, spins on
+ * the CQ) and checks kthread_should_stop() and signals, so start=0, rmdir
+ * and SIGKILL end a run at any point.
  * CM events and completions only record facts and wake the thread; the
  * thread alone creates and destroys resources.
  */
@@ -30,10 +31,17 @@ static const char *run_name(const struct krping_run *run)
 	return config_item_name(&run->sess->item);
 }
 
+/* Tell the run's thread that something happened. */
+void krping_wake(struct krping_run *run)
+{
+	atomic_inc(&run->events);
+	wake_up(&run->wq);
+}
+
 static void krping_fail(struct krping_run *run, int err)
 {
 	cmpxchg(&run->error, 0, err);
-	wake_up(&run->wq);
+	krping_wake(run);
 }
 
 static bool krping_broken(const struct krping_run *run)
@@ -42,10 +50,15 @@ static bool krping_broken(const struct krping_run *run)
 	       READ_ONCE(run->flushed);
 }
 
+static bool krping_told_to_stop(void)
+{
+	return kthread_should_stop() || signal_pending(current);
+}
+
 /* Why a wait ended without reaching its goal. */
 static int krping_wait_result(const struct krping_run *run, int wait_ret)
 {
-	if (wait_ret || kthread_should_stop())
+	if (wait_ret || krping_told_to_stop())
 		return -EINTR;
 	if (READ_ONCE(run->error))
 		return READ_ONCE(run->error);
@@ -71,11 +84,54 @@ static bool krping_reached(const int *counter, int target)
 }
 
 /**
+ * krping_check() - the checks of a busy loop
+ * @run: the run
+ *
+ * Polls the CQ when the run polls (poll=1), and tells whether the loop
+ * must end: told to stop, the run failed, or the peer went away.
+ *
+ * Return: 0 to go on, or the negative errno to end the run with.
+ */
+int krping_check(struct krping_run *run)
+{
+	if (run->poll)
+		ib_process_cq_direct(run->cq, -1);
+	if (krping_told_to_stop())
+		return -EINTR;
+	if (krping_broken(run))
+		return krping_wait_result(run, 0);
+	return 0;
+}
+
+/*
+ * Sleep until the next event of the run, or spin once when the run polls
+ * its CQ. @deadline (jiffies, 0 for none) bounds the sleep.
+ */
+static void krping_idle(struct krping_run *run, int seen,
+			unsigned long deadline)
+{
+	long timeout = MAX_SCHEDULE_TIMEOUT;
+
+	if (run->poll) {
+		ib_process_cq_direct(run->cq, -1);
+		cond_resched();
+		return;
+	}
+	if (deadline)
+		timeout = max_t(long, (long)(deadline - jiffies), 1);
+	wait_event_interruptible_timeout(run->wq,
+					 atomic_read(&run->events) != seen ||
+					 kthread_should_stop(),
+					 timeout);
+}
+
+/**
  * krping_wait_count() - wait for a completion counter to reach a target
  * @run: the run
  * @counter: one of run->recv_count, send_count, rdma_count
  * @target: the value to wait for
  *
+ * Sleeps on completion events, or busy-polls the CQ when the run polls.
  * When the peer disconnects first, what it did before may still be on its
  * way: the CM's messages travel apart from the QP's, so its disconnect can
  * overtake the ACK of our last SEND. Give that a moment, then move our QP
@@ -86,39 +142,33 @@ static bool krping_reached(const int *counter, int target)
  */
 int krping_wait_count(struct krping_run *run, const int *counter, int target)
 {
-	long ret;
+	unsigned long deadline = 0;
+	bool flushing = false;
+	int seen;
 
-	ret = wait_event_interruptible(run->wq,
-				       krping_reached(counter, target) ||
-				       krping_broken(run) ||
-				       kthread_should_stop());
-	if (krping_reached(counter, target))
-		return 0;
-	if (ret || kthread_should_stop())
-		return -EINTR;
-	if (READ_ONCE(run->error) || READ_ONCE(run->flushed))
-		return krping_wait_result(run, 0);
-
-	ret = wait_event_interruptible_timeout(run->wq,
-					       krping_reached(counter, target) ||
-					       READ_ONCE(run->error) ||
-					       READ_ONCE(run->flushed) ||
-					       kthread_should_stop(),
-					       KRPING_DISCONNECT_GRACE);
-	if (krping_reached(counter, target))
-		return 0;
-	if (ret < 0 || kthread_should_stop())
-		return -EINTR;
-
-	rdma_disconnect(run->conn_id);
-	wait_event_timeout(run->wq,
-			   krping_reached(counter, target) ||
-			   READ_ONCE(run->error) || READ_ONCE(run->flushed) ||
-			   kthread_should_stop(),
-			   KRPING_FLUSH_TIMEOUT);
-	if (krping_reached(counter, target))
-		return 0;
-	return krping_wait_result(run, 0);
+	for (;;) {
+		seen = atomic_read(&run->events);
+		if (run->poll)
+			ib_process_cq_direct(run->cq, -1);
+		if (krping_reached(counter, target))
+			return 0;
+		if (krping_told_to_stop())
+			return -EINTR;
+		if (READ_ONCE(run->error) || READ_ONCE(run->flushed))
+			return krping_wait_result(run, 0);
+		if (READ_ONCE(run->disconnected)) {
+			if (!deadline) {
+				deadline = jiffies + KRPING_DISCONNECT_GRACE;
+			} else if (time_after_eq(jiffies, deadline)) {
+				if (flushing)
+					return -ECONNRESET;
+				rdma_disconnect(run->conn_id);
+				flushing = true;
+				deadline = jiffies + KRPING_FLUSH_TIMEOUT;
+			}
+		}
+		krping_idle(run, seen, deadline);
+	}
 }
 
 /**
@@ -190,7 +240,7 @@ static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	default:
 		break;
 	}
-	wake_up(&run->wq);
+	krping_wake(run);
 	return 0;
 }
 
@@ -214,14 +264,13 @@ static int krping_wc_errno(enum ib_wc_status status)
 }
 
 /* Check a completion; record what a failed one means for the run. */
-static bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc,
-			 const char *what)
+bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what)
 {
 	if (likely(wc->status == IB_WC_SUCCESS))
 		return true;
 	if (wc->status == IB_WC_WR_FLUSH_ERR) {
 		WRITE_ONCE(run->flushed, true);
-		wake_up(&run->wq);
+		krping_wake(run);
 	} else {
 		pr_debug("%s: %s failed: %s (vendor error %#x)\n",
 			 run_name(run), what, ib_wc_status_msg(wc->status),
@@ -250,7 +299,7 @@ static void krping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	atomic64_inc(&st->recv_msgs);
 	atomic64_add(wc->byte_len, &st->recv_bytes);
 	krping_count_inc(&run->recv_count);
-	wake_up(&run->wq);
+	krping_wake(run);
 }
 
 static void krping_send_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -263,7 +312,7 @@ static void krping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	atomic64_inc(&st->send_msgs);
 	atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
 	krping_count_inc(&run->send_count);
-	wake_up(&run->wq);
+	krping_wake(run);
 }
 
 static void krping_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -281,7 +330,7 @@ static void krping_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic64_add(run->rdma_len, &st->write_bytes);
 	}
 	krping_count_inc(&run->rdma_count);
-	wake_up(&run->wq);
+	krping_wake(run);
 }
 
 static void krping_reg_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -339,8 +388,8 @@ static u32 krping_mr_page_size(const struct ib_device *dev,
 	return 0;
 }
 
-static int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
-			   struct krping_buf *b)
+int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
+		    struct krping_buf *b)
 {
 	u32 pages;
 
@@ -383,6 +432,7 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 {
 	const struct krping_options *o = run->opts;
 	bool client = o->role == KRPING_ROLE_CLIENT;
+	bool bench = o->test != KRPING_TEST_PING;
 	struct ib_device *dev = id->device;
 	struct ib_qp_init_attr qp_attr = {};
 	int ret;
@@ -402,8 +452,9 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	}
 
 	/* Room for a full send queue, the receive and both drain WRs. */
+	run->poll = o->poll;
 	run->cq = ib_alloc_cq(dev, run, o->txdepth + KRPING_RECV_DEPTH + 3, 0,
-			      IB_POLL_SOFTIRQ);
+			      o->poll ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
 	if (IS_ERR(run->cq)) {
 		ret = PTR_ERR(run->cq);
 		run->cq = NULL;
@@ -432,13 +483,13 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	if (!ret)
 		ret = krping_buf_alloc(run, &run->rdma_buf, o->size,
 				       DMA_BIDIRECTIONAL);
-	if (!ret && client)
+	if (!ret && (client || bench))
 		ret = krping_buf_alloc(run, &run->start_buf, o->size,
 				       DMA_BIDIRECTIONAL);
 	if (ret)
 		return ret;
 
-	if (client) {
+	if (client || bench) {
 		if (o->mem_mode != KRPING_MEM_REG)
 			return 0;
 		ret = krping_mr_alloc(run, &run->start_mr, &run->start_buf);
@@ -603,6 +654,9 @@ void krping_teardown(struct krping_run *run)
 		rdma_destroy_qp(run->conn_id);
 		run->qp = NULL;
 	}
+	while (run->fr_nmrs)
+		ib_dereg_mr(run->fr_mrs[--run->fr_nmrs].mr);
+	kfree(run->fr_mrs);
 	if (run->start_mr.mr)
 		ib_dereg_mr(run->start_mr.mr);
 	if (run->rdma_mr.mr)

@@ -15,6 +15,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "../configfs/krping_options.h"
+#include "latency.h"
 
 /* Life of a session, as shown by /sys/kernel/krping/<name>/state. */
 enum krping_state {
@@ -41,6 +42,20 @@ struct krping_stats {
 	atomic64_t iterations;
 };
 
+/**
+ * struct krping_bandwidth - what sysfs bandwidth/ shows
+ * @bytes: bytes transferred
+ * @duration_ns: from the first post to the last completion
+ * @mbytes_per_sec: @bytes / @duration_ns in MB/s, MB = 2^20 as perftest
+ * @msgs_per_sec: operations per second
+ */
+struct krping_bandwidth {
+	u64 bytes;
+	u64 duration_ns;
+	u64 mbytes_per_sec;
+	u64 msgs_per_sec;
+};
+
 struct krping_results;
 
 /**
@@ -54,8 +69,10 @@ struct krping_results;
  * @dropped: the directory was removed; no new run may start
  * @state: enum krping_state, written by the run thread or under @lock
  * @error: negative errno of a failed run, 0 otherwise
- * @device_lock: protects @device
+ * @result_lock: protects @device, @latency and @bandwidth
  * @device: name of the RDMA device of the current or last run
+ * @latency: latency figures of the last run
+ * @bandwidth: bandwidth figures of the last run
  * @stats: counters of the current or last run
  * @results: the sysfs directory of this session
  */
@@ -68,8 +85,10 @@ struct krping_session {
 	bool dropped;
 	int state;
 	int error;
-	spinlock_t device_lock;		/* protects @device */
+	spinlock_t result_lock;		/* see the kernel-doc above */
 	char device[IB_DEVICE_NAME_MAX];
+	struct krping_lat_summary latency;
+	struct krping_bandwidth bandwidth;
 	struct krping_stats stats;
 	struct krping_results *results;
 };
@@ -84,6 +103,10 @@ bool krping_session_active(const struct krping_session *sess);
 void krping_session_set_state(struct krping_session *sess, int state);
 void krping_session_set_device(struct krping_session *sess,
 			       const struct ib_device *dev);
+void krping_session_publish(struct krping_session *sess,
+			    const struct krping_lat_summary *lat,
+			    u64 bytes, u64 duration_ns);
+int krping_session_reset(struct krping_session *sess);
 const char *krping_state_name(int state);
 
 /* results.c: /sys/kernel/krping */
@@ -98,7 +121,7 @@ void krping_results_notify_state(struct krping_results *res);
 int krping_configfs_init(void);
 void krping_configfs_exit(void);
 
-/* ping.c: the body of a run, called in the session's thread */
+/* run.c: the body of a run, called in the session's thread */
 int krping_run(struct krping_session *sess, const struct krping_options *opts);
 
 #endif /* KRPING_H */

@@ -15,7 +15,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/slab.h>
+#include <linux/ktime.h>
 #include <linux/string.h>
 
 #include "run.h"
@@ -84,6 +84,8 @@ static int krping_client_loop(struct krping_run *run)
 	int ret;
 
 	for (iter = 0; !o->count || iter < o->count; iter++) {
+		u64 t0 = ktime_get_ns();
+
 		krping_fill(src, o->size, iter, &start);
 		/* Anything but the expected data, so that a lost WRITE shows. */
 		memset(dst, ~src[0], o->size);
@@ -114,6 +116,7 @@ static int krping_client_loop(struct krping_run *run)
 				 config_item_name(&run->sess->item), iter);
 			return -EBADMSG;
 		}
+		krping_lat_add(&run->lat, ktime_get_ns() - t0);
 		atomic64_inc(&st->iterations);
 	}
 	return 0;
@@ -167,7 +170,7 @@ static int krping_server_loop(struct krping_run *run)
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = &run->sess->stats;
 	u32 rkey, len, iter = 0;
-	u64 addr;
+	u64 addr, t0;
 	int ret;
 
 	for (;;) {
@@ -179,6 +182,7 @@ static int krping_server_loop(struct krping_run *run)
 		/* A client that leaves between iterations is a clean end. */
 		if (ret == -ECONNRESET && !o->count)
 			return 0;
+		t0 = ktime_get_ns();
 		if (!ret)
 			ret = krping_server_rdma(run, true, addr, rkey, len);
 		if (!ret)
@@ -193,45 +197,21 @@ static int krping_server_loop(struct krping_run *run)
 					      o->server_inv ? rkey : 0);
 		if (ret)
 			return ret;
+		krping_lat_add(&run->lat, ktime_get_ns() - t0);
 		atomic64_inc(&st->iterations);
 		iter++;
 	}
 }
 
 /**
- * krping_run() - run one session's test to its end
- * @sess: the session
- * @opts: the settings of this run
+ * krping_ping() - the ping-pong over a connected run
+ * @run: the run
  *
- * Called in the session's thread. Everything the run creates is released
- * before this returns.
- *
- * Return: 0 when the test completed, -EINTR when it was told to stop, or
- * the negative errno that failed it.
+ * Return: 0 when the test completed, or the negative errno that ended it.
  */
-int krping_run(struct krping_session *sess, const struct krping_options *opts)
+int krping_ping(struct krping_run *run)
 {
-	struct krping_run *run;
-	int ret;
-
-	run = kzalloc(sizeof(*run), GFP_KERNEL);
-	if (!run)
-		return -ENOMEM;
-	krping_run_init(run, sess, opts);
-
-	if (opts->role == KRPING_ROLE_CLIENT)
-		ret = krping_connect(run);
-	else
-		ret = krping_accept(run);
-	if (!ret) {
-		krping_session_set_state(sess, KRPING_STATE_RUNNING);
-		if (opts->role == KRPING_ROLE_CLIENT)
-			ret = krping_client_loop(run);
-		else
-			ret = krping_server_loop(run);
-	}
-
-	krping_teardown(run);
-	kfree(run);
-	return ret;
+	if (run->opts->role == KRPING_ROLE_CLIENT)
+		return krping_client_loop(run);
+	return krping_server_loop(run);
 }

@@ -52,18 +52,33 @@ static ssize_t device_show(struct kobject *kobj, struct kobj_attribute *attr,
 	struct krping_session *sess = kobj_to_session(kobj);
 	ssize_t len;
 
-	spin_lock(&sess->device_lock);
+	spin_lock(&sess->result_lock);
 	len = sysfs_emit(buf, "%s\n", sess->device);
-	spin_unlock(&sess->device_lock);
+	spin_unlock(&sess->result_lock);
 	return len;
 }
 
 static struct kobj_attribute device_attr = __ATTR_RO(device);
 
+/* Writing 1 zeroes the results of a session that is not running. */
+static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t len)
+{
+	int ret;
+
+	if (!sysfs_streq(buf, "1"))
+		return -EINVAL;
+	ret = krping_session_reset(kobj_to_session(kobj));
+	return ret ? ret : len;
+}
+
+static struct kobj_attribute reset_attr = __ATTR_WO(reset);
+
 static struct attribute *krping_session_attrs[] = {
 	&state_attr.attr,
 	&error_attr.attr,
 	&device_attr.attr,
+	&reset_attr.attr,
 	NULL,
 };
 
@@ -112,9 +127,110 @@ static const struct attribute_group krping_stats_group = {
 	.attrs = krping_stats_attrs,
 };
 
+/*
+ * latency/ and bandwidth/: u64 figures of the last run, stored as structs
+ * in the session; each file knows the offset of its field.
+ */
+struct krping_figure_attr {
+	struct kobj_attribute kattr;
+	size_t offset;
+};
+
+static ssize_t krping_figure_show(struct kobject *kobj, void *figures,
+				  struct kobj_attribute *attr, char *buf)
+{
+	struct krping_session *sess = kobj_to_session(kobj);
+	size_t off = container_of(attr, struct krping_figure_attr,
+				  kattr)->offset;
+	u64 val;
+
+	spin_lock(&sess->result_lock);
+	val = *(u64 *)(figures + off);
+	spin_unlock(&sess->result_lock);
+	return sysfs_emit(buf, "%llu\n", val);
+}
+
+static ssize_t krping_latency_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	return krping_figure_show(kobj, &kobj_to_session(kobj)->latency,
+				  attr, buf);
+}
+
+static ssize_t krping_bandwidth_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return krping_figure_show(kobj, &kobj_to_session(kobj)->bandwidth,
+				  attr, buf);
+}
+
+#define KRPING_LATENCY_ATTR(_name)					\
+static struct krping_figure_attr lat_##_name##_attr = {			\
+	.kattr = {							\
+		.attr = { .name = #_name, .mode = 0444 },		\
+		.show = krping_latency_show,				\
+	},								\
+	.offset = offsetof(struct krping_lat_summary, _name),		\
+}
+
+#define KRPING_BANDWIDTH_ATTR(_name)					\
+static struct krping_figure_attr bw_##_name##_attr = {			\
+	.kattr = {							\
+		.attr = { .name = #_name, .mode = 0444 },		\
+		.show = krping_bandwidth_show,				\
+	},								\
+	.offset = offsetof(struct krping_bandwidth, _name),		\
+}
+
+KRPING_LATENCY_ATTR(samples);
+KRPING_LATENCY_ATTR(min_ns);
+KRPING_LATENCY_ATTR(max_ns);
+KRPING_LATENCY_ATTR(mean_ns);
+KRPING_LATENCY_ATTR(p50_ns);
+KRPING_LATENCY_ATTR(p99_ns);
+KRPING_LATENCY_ATTR(p999_ns);
+KRPING_LATENCY_ATTR(stdev_ns);
+
+static struct attribute *krping_latency_attrs[] = {
+	&lat_samples_attr.kattr.attr,
+	&lat_min_ns_attr.kattr.attr,
+	&lat_max_ns_attr.kattr.attr,
+	&lat_mean_ns_attr.kattr.attr,
+	&lat_p50_ns_attr.kattr.attr,
+	&lat_p99_ns_attr.kattr.attr,
+	&lat_p999_ns_attr.kattr.attr,
+	&lat_stdev_ns_attr.kattr.attr,
+	NULL,
+};
+
+static const struct attribute_group krping_latency_group = {
+	.name = "latency",
+	.attrs = krping_latency_attrs,
+};
+
+KRPING_BANDWIDTH_ATTR(bytes);
+KRPING_BANDWIDTH_ATTR(duration_ns);
+KRPING_BANDWIDTH_ATTR(mbytes_per_sec);
+KRPING_BANDWIDTH_ATTR(msgs_per_sec);
+
+static struct attribute *krping_bandwidth_attrs[] = {
+	&bw_bytes_attr.kattr.attr,
+	&bw_duration_ns_attr.kattr.attr,
+	&bw_mbytes_per_sec_attr.kattr.attr,
+	&bw_msgs_per_sec_attr.kattr.attr,
+	NULL,
+};
+
+static const struct attribute_group krping_bandwidth_group = {
+	.name = "bandwidth",
+	.attrs = krping_bandwidth_attrs,
+};
+
 static const struct attribute_group *krping_results_groups[] = {
 	&krping_session_group,
 	&krping_stats_group,
+	&krping_latency_group,
+	&krping_bandwidth_group,
 	NULL,
 };
 

@@ -11,6 +11,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "krping.h"
+#include "latency.h"
 
 /*
  * The message both sides exchange: the advertisement of an RDMA buffer.
@@ -50,6 +51,12 @@ enum {
  * @sess: the session (results and state go there)
  * @opts: the run's settings
  * @wq: the run's thread sleeps here; CM and CQ handlers wake it
+ * @events: bumped by every CM or CQ handler, so the thread sleeps until
+ *	anything happens
+ * @poll: the CQ is polled by the thread (poll=1), not by softirq
+ * @lat: per-iteration latency samples
+ * @bw_bytes: bytes moved by a bandwidth run
+ * @bw_ns: duration of a bandwidth run
  * @cm_id: the client's id, or the server's listening id
  * @child: server: the connection being accepted (set by the CM handler)
  * @conn_id: the id that carries the QP (@cm_id or @child)
@@ -67,22 +74,35 @@ enum {
  * @rdma_len: length of the RDMA operation in flight (for the byte counts)
  * @rx: copy of the last message received
  * @rx_inv_rkey: rkey the last receive invalidated, 0 if none
+ * @peer_addr: benchmarks: the peer's buffer, from its advertisement
+ * @peer_rkey: benchmarks: its rkey
+ * @rdma_posted: RDMA READ/WRITEs posted (benchmarks)
+ * @fr_count: fr: completed LOCAL_INVs
+ * @fr_cqe: fr: completion handler of LOCAL_INV
+ * @fr_mrs: fr: the MRs registered and invalidated
+ * @fr_nmrs: fr: how many of @fr_mrs are allocated
  * @recv_cqe: completion handler of receives
  * @send_cqe: completion handler of SENDs
  * @rdma_cqe: completion handler of RDMA READ and WRITE
  * @reg_cqe: completion handler of REG_MR and LOCAL_INV
  * @recv_buf: receive buffer, one message
  * @send_buf: send buffer, one message
- * @start_buf: client: the ping source the server reads
+ * @start_buf: ping: the client's source the server reads; benchmarks:
+ *	the local end of every transfer, on both sides
  * @rdma_buf: client: the sink the server writes; server: READ sink and
  *	WRITE source
- * @start_mr: client: registration of @start_buf
+ * @start_mr: registration of @start_buf (reg mode)
  * @rdma_mr: registration of @rdma_buf
  */
 struct krping_run {
 	struct krping_session *sess;
 	const struct krping_options *opts;
 	wait_queue_head_t wq;
+	atomic_t events;
+	bool poll;
+	struct krping_lat lat;
+	u64 bw_bytes;
+	u64 bw_ns;
 
 	struct rdma_cm_id *cm_id;
 	struct rdma_cm_id *child;
@@ -103,6 +123,13 @@ struct krping_run {
 	u32 rdma_len;
 	struct krping_rdma_info rx;
 	u32 rx_inv_rkey;
+	u64 peer_addr;
+	u32 peer_rkey;
+	int rdma_posted;
+	int fr_count;
+	struct ib_cqe fr_cqe;
+	struct krping_mr *fr_mrs;
+	u32 fr_nmrs;
 
 	struct ib_cqe recv_cqe;
 	struct ib_cqe send_cqe;
@@ -124,6 +151,11 @@ int krping_connect(struct krping_run *run);
 int krping_accept(struct krping_run *run);
 void krping_teardown(struct krping_run *run);
 int krping_wait_count(struct krping_run *run, const int *counter, int target);
+int krping_check(struct krping_run *run);
+void krping_wake(struct krping_run *run);
+bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what);
+int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
+		    struct krping_buf *b);
 int krping_wait_disconnect(struct krping_run *run, unsigned long timeout);
 bool krping_server_registers(const struct krping_run *run, bool read);
 int krping_post_recv(struct krping_run *run);
@@ -144,6 +176,18 @@ static inline void krping_count_inc(int *counter)
 	/* Publish the handler's stores before the new count. */
 	smp_store_release(counter, *counter + 1);
 }
+
+/* ping.c */
+int krping_ping(struct krping_run *run);
+
+/* bench.c, bench_lat.c, bench_bw.c, bench_fr.c */
+int krping_bench(struct krping_run *run);
+int krping_bench_wlat(struct krping_run *run);
+int krping_bench_rlat(struct krping_run *run);
+int krping_bench_bw(struct krping_run *run);
+int krping_bench_fr(struct krping_run *run);
+u32 krping_bench_lkey(const struct krping_run *run);
+int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode);
 
 static inline int krping_read_count(const int *counter)
 {

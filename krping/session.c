@@ -10,6 +10,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kthread.h>
+#include <linux/math64.h>
 #include <linux/netdevice.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -66,33 +67,10 @@ void krping_session_set_state(struct krping_session *sess, int state)
 void krping_session_set_device(struct krping_session *sess,
 			       const struct ib_device *dev)
 {
-	spin_lock(&sess->device_lock);
+	spin_lock(&sess->result_lock);
 	strscpy(sess->device, dev ? dev_name(&dev->dev) : "",
 		sizeof(sess->device));
-	spin_unlock(&sess->device_lock);
-}
-
-struct krping_session *krping_session_create(const char *name)
-{
-	struct krping_session *sess;
-
-	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
-	if (!sess)
-		return ERR_PTR(-ENOMEM);
-
-	mutex_init(&sess->lock);
-	spin_lock_init(&sess->device_lock);
-	krping_options_init(&sess->opts);
-	sess->state = KRPING_STATE_IDLE;
-
-	sess->results = krping_results_add(sess, name);
-	if (IS_ERR(sess->results)) {
-		int err = PTR_ERR(sess->results);
-
-		kfree(sess);
-		return ERR_PTR(err);
-	}
-	return sess;
+	spin_unlock(&sess->result_lock);
 }
 
 static void krping_stats_reset(struct krping_stats *st)
@@ -106,6 +84,85 @@ static void krping_stats_reset(struct krping_stats *st)
 	atomic64_set(&st->read_bytes, 0);
 	atomic64_set(&st->read_msgs, 0);
 	atomic64_set(&st->iterations, 0);
+}
+
+/**
+ * krping_session_publish() - store the figures of a finished run
+ * @sess: the session
+ * @lat: latency summary (all zero if the test takes no samples)
+ * @bytes: bytes moved by a bandwidth test, 0 for the others
+ * @duration_ns: the time they took
+ */
+void krping_session_publish(struct krping_session *sess,
+			    const struct krping_lat_summary *lat,
+			    u64 bytes, u64 duration_ns)
+{
+	struct krping_bandwidth bw = {};
+	u64 msgs = atomic64_read(&sess->stats.write_msgs);
+
+	if (bytes && duration_ns) {
+		bw.bytes = bytes;
+		bw.duration_ns = duration_ns;
+		bw.mbytes_per_sec = mul_u64_u64_div_u64(bytes, NSEC_PER_SEC,
+							duration_ns) >> 20;
+		bw.msgs_per_sec = mul_u64_u64_div_u64(msgs, NSEC_PER_SEC,
+						      duration_ns);
+	}
+	spin_lock(&sess->result_lock);
+	sess->latency = *lat;
+	sess->bandwidth = bw;
+	spin_unlock(&sess->result_lock);
+}
+
+static void krping_results_clear(struct krping_session *sess)
+{
+	krping_stats_reset(&sess->stats);
+	spin_lock(&sess->result_lock);
+	memset(&sess->latency, 0, sizeof(sess->latency));
+	memset(&sess->bandwidth, 0, sizeof(sess->bandwidth));
+	spin_unlock(&sess->result_lock);
+}
+
+/**
+ * krping_session_reset() - zero the results of a session that is not running
+ * @sess: the session
+ *
+ * Return: 0, or -EBUSY while a run is in progress.
+ */
+int krping_session_reset(struct krping_session *sess)
+{
+	int ret = 0;
+
+	mutex_lock(&sess->lock);
+	if (krping_session_active(sess))
+		ret = -EBUSY;
+	else
+		krping_results_clear(sess);
+	mutex_unlock(&sess->lock);
+	return ret;
+}
+
+struct krping_session *krping_session_create(const char *name)
+{
+	struct krping_session *sess;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return ERR_PTR(-ENOMEM);
+
+	mutex_init(&sess->lock);
+	spin_lock_init(&sess->result_lock);
+	krping_options_init(&sess->opts);
+	sess->state = KRPING_STATE_IDLE;
+
+	sess->results = krping_results_add(sess, name);
+	if (IS_ERR(sess->results)) {
+		int err = PTR_ERR(sess->results);
+
+		kfree(sess);
+		return ERR_PTR(err);
+	}
+	return sess;
 }
 
 static int krping_thread(void *data)
@@ -166,8 +223,7 @@ static int krping_resolve_scope(struct krping_options *opts)
  * @sess: the session
  *
  * Return: 0, -EBUSY if a run is in progress, -EINVAL for settings that
- * cannot run, -EOPNOTSUPP for a test this version does not implement,
- * -ENODEV for an unknown link-local scope, -ENOMEM.
+ * cannot run, -ENODEV for an unknown link-local scope, -ENOMEM.
  */
 int krping_session_start(struct krping_session *sess)
 {
@@ -187,10 +243,6 @@ int krping_session_start(struct krping_session *sess)
 	ret = krping_options_validate(&sess->opts);
 	if (ret)
 		goto out;
-	if (sess->opts.test != KRPING_TEST_PING) {
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
 
 	run_opts = sess->opts;
 	ret = krping_resolve_scope(&run_opts);
@@ -210,7 +262,7 @@ int krping_session_start(struct krping_session *sess)
 	krping_session_reap(sess);
 	sess->task = task;
 	sess->run_opts = run_opts;
-	krping_stats_reset(&sess->stats);
+	krping_results_clear(sess);
 	krping_session_set_device(sess, NULL);
 	WRITE_ONCE(sess->error, 0);
 	/* Active from here on, so that writes racing the thread see -EBUSY. */

@@ -84,17 +84,6 @@ def test_start_refuses_bad_config(pool, why, attrs):
     assert krping.kthread_pids(s.name) == []
 
 
-@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr"])
-@pytest.mark.parametrize("role", ["client", "server"])
-def test_start_refuses_unimplemented_test(pool, test, role):
-    s = pool.session("e", role=role, addr=krping.SERVER_ADDR,
-                     port=krping.next_port(), test=test)
-    assert krping.errname(s.try_start()) == "EOPNOTSUPP"
-    assert s.state == "idle"
-    assert s.get("start") == "0"
-    assert krping.kthread_pids(s.name) == []
-
-
 def test_start_refuses_unknown_scope_interface(pool):
     s = pool.session("e", role="client", addr="fe80::1%nosuchif0",
                      port=krping.next_port())

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * What the benchmarks share: each side registers its buffers once and
+ * advertises its sink to the peer (one SEND each way), the test runs, and
+ * a closing SEND each way tells both sides that the other has finished,
+ * so that the client's disconnect never cuts off the server's last work.
+ *
+ * The sink (rdma_buf) is what the peer writes into or reads from; the
+ * source (start_buf) is the local end of every transfer.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include "run.h"
+
+/* How long a server that has finished waits for the client to leave. */
+#define KRPING_BENCH_LINGER	(30 * HZ)
+
+/* The lkey of the local end (start_buf) of a transfer. */
+u32 krping_bench_lkey(const struct krping_run *run)
+{
+	if (run->start_mr.mr)
+		return run->start_mr.mr->lkey;
+	return run->pd->local_dma_lkey;
+}
+
+static int krping_bench_setup(struct krping_run *run)
+{
+	const struct krping_options *o = run->opts;
+	u64 addr = run->rdma_buf.dma;
+	u32 rkey = run->pd->unsafe_global_rkey;
+	int local = IB_ACCESS_LOCAL_WRITE;
+	int ret;
+
+	/* iWARP places READ responses into the sink like WRITEs. */
+	if (rdma_protocol_iwarp(run->pd->device, run->conn_id->port_num))
+		local |= IB_ACCESS_REMOTE_WRITE;
+
+	if (o->mem_mode == KRPING_MEM_REG) {
+		ret = krping_post_reg(run, &run->start_mr, local);
+		if (!ret)
+			ret = krping_post_reg(run, &run->rdma_mr,
+					      IB_ACCESS_LOCAL_WRITE |
+					      IB_ACCESS_REMOTE_READ |
+					      IB_ACCESS_REMOTE_WRITE);
+		if (ret)
+			return ret;
+		addr = run->rdma_mr.mr->iova;
+		rkey = run->rdma_mr.mr->rkey;
+	}
+
+	ret = krping_send_msg(run, addr, rkey, o->size, 0);
+	if (!ret)
+		ret = krping_wait_count(run, &run->recv_count,
+					++run->recv_expected);
+	if (ret)
+		return ret;
+	run->peer_addr = be64_to_cpu(run->rx.buf);
+	run->peer_rkey = be32_to_cpu(run->rx.rkey);
+	/* Both sides must run the same size; a smaller sink cannot take it. */
+	if (be32_to_cpu(run->rx.size) < o->size)
+		return -EMSGSIZE;
+	return krping_post_recv(run);
+}
+
+/* Tell the peer we are done and wait until it is done too. */
+static int krping_bench_finish(struct krping_run *run)
+{
+	int ret;
+
+	ret = krping_send_msg(run, 0, 0, 0, 0);
+	if (!ret)
+		ret = krping_wait_count(run, &run->recv_count,
+					++run->recv_expected);
+	if (ret || run->opts->role == KRPING_ROLE_CLIENT)
+		return ret;
+	return krping_wait_disconnect(run, KRPING_BENCH_LINGER);
+}
+
+/**
+ * krping_bench() - run one of the benchmarks over a connected run
+ * @run: the run
+ *
+ * Return: 0 or the negative errno that ended the run.
+ */
+int krping_bench(struct krping_run *run)
+{
+	int ret;
+
+	ret = krping_bench_setup(run);
+	if (ret)
+		return ret;
+
+	switch (run->opts->test) {
+	case KRPING_TEST_WLAT:
+		ret = krping_bench_wlat(run);
+		break;
+	case KRPING_TEST_RLAT:
+		ret = krping_bench_rlat(run);
+		break;
+	case KRPING_TEST_BW:
+		ret = krping_bench_bw(run);
+		break;
+	case KRPING_TEST_FR:
+		ret = krping_bench_fr(run);
+		break;
+	default:
+		ret = -EOPNOTSUPP;
+		break;
+	}
+	if (ret)
+		return ret;
+	return krping_bench_finish(run);
+}
+
+/**
+ * krping_bench_post() - post one RDMA READ or WRITE of the whole buffer
+ * @run: the run
+ * @opcode: IB_WR_RDMA_READ or IB_WR_RDMA_WRITE
+ *
+ * Between start_buf and the peer's sink. Keeps at most txdepth operations
+ * in flight, waiting for completions when the send queue is full.
+ *
+ * Return: 0 or a negative errno.
+ */
+int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode)
+{
+	int depth = run->opts->txdepth;
+	struct ib_sge sge = {
+		.addr = run->start_buf.dma,
+		.length = run->opts->size,
+		.lkey = krping_bench_lkey(run),
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = &run->rdma_cqe,
+			.opcode = opcode,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = run->peer_addr,
+		.rkey = run->peer_rkey,
+	};
+	int ret;
+
+	if (run->rdma_posted - krping_read_count(&run->rdma_count) >= depth) {
+		ret = krping_wait_count(run, &run->rdma_count,
+					run->rdma_posted - depth + 1);
+		if (ret)
+			return ret;
+	}
+	run->rdma_len = sge.length;
+	ret = ib_post_send(run->qp, &wr.wr, NULL);
+	if (!ret)
+		run->rdma_posted++;
+	return ret;
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Fast-registration stress: the client registers random lengths of its
+ * buffer (REG_MR) and invalidates them again (LOCAL_INV), with up to
+ * txdepth/2 such pairs in flight on as many MRs. Each completed pair is
+ * one iteration. Nothing crosses the wire but the benchmark handshake;
+ * the server only keeps the connection up.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+
+#include "run.h"
+
+/* More MRs than this add no stress, only memory. */
+#define KRPING_FR_MAX_MRS	64
+
+static void krping_fr_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krping_run *run = cq->cq_context;
+
+	if (!krping_wc_ok(run, wc, "fr LOCAL_INV"))
+		return;
+	krping_count_inc(&run->fr_count);
+	krping_wake(run);
+}
+
+/* Post REG_MR of a random length of start_buf, then LOCAL_INV of it. */
+static int krping_fr_post(struct krping_run *run, struct krping_mr *m)
+{
+	struct ib_send_wr inv = {};
+	struct ib_reg_wr reg = {};
+	struct scatterlist sg;
+	u32 len = get_random_u32() % m->buf->size + 1;
+	int n;
+
+	ib_update_fast_reg_key(m->mr, (u8)ib_inc_rkey(m->mr->rkey));
+	sg_init_table(&sg, 1);
+	sg_dma_address(&sg) = m->buf->dma;
+	sg_dma_len(&sg) = len;
+	n = ib_map_mr_sg(m->mr, &sg, 1, NULL, m->page_size);
+	if (n != 1)
+		return n < 0 ? n : -EINVAL;
+
+	/* Unsignaled: a failure still completes, and the INV reports. */
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.wr.wr_cqe = &run->reg_cqe;
+	reg.wr.next = &inv;
+	reg.mr = m->mr;
+	reg.key = m->mr->rkey;
+	reg.access = IB_ACCESS_LOCAL_WRITE;
+
+	inv.opcode = IB_WR_LOCAL_INV;
+	inv.wr_cqe = &run->fr_cqe;
+	inv.send_flags = IB_SEND_SIGNALED;
+	inv.ex.invalidate_rkey = m->mr->rkey;
+	return ib_post_send(run->qp, &reg.wr, NULL);
+}
+
+int krping_bench_fr(struct krping_run *run)
+{
+	const struct krping_options *o = run->opts;
+	struct krping_stats *st = &run->sess->stats;
+	u32 nmrs = clamp_t(u32, o->txdepth / 2, 1, KRPING_FR_MAX_MRS);
+	u32 i, batch, done = 0;
+	int ret;
+
+	if (o->role != KRPING_ROLE_CLIENT)
+		return 0;
+
+	run->fr_cqe.done = krping_fr_done;
+	run->fr_mrs = kcalloc(nmrs, sizeof(*run->fr_mrs), GFP_KERNEL);
+	if (!run->fr_mrs)
+		return -ENOMEM;
+	for (run->fr_nmrs = 0; run->fr_nmrs < nmrs; run->fr_nmrs++) {
+		ret = krping_mr_alloc(run, &run->fr_mrs[run->fr_nmrs],
+				      &run->start_buf);
+		if (ret)
+			return ret;
+	}
+
+	/* Waves of nmrs pairs: an MR is mapped again only once it is free. */
+	while (!o->count || done < o->count) {
+		batch = o->count ? min(nmrs, o->count - done) : nmrs;
+		for (i = 0; i < batch; i++) {
+			ret = krping_fr_post(run, &run->fr_mrs[i]);
+			if (ret)
+				return ret;
+		}
+		ret = krping_wait_count(run, &run->fr_count, done + batch);
+		if (ret)
+			return ret;
+		done += batch;
+		atomic64_add(batch, &st->iterations);
+	}
+	return 0;
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Latency benchmarks.
+ *
+ * wlat: RDMA WRITE ping-pong, as perftest's ib_write_lat. Each side
+ * writes its whole buffer into the peer's sink and spins on the last byte
+ * of its own sink for the peer's answer; the byte carries a tag that
+ * changes every iteration. A sample is half a round trip: the client
+ * times write to answer, the server answer to next write (so it has one
+ * sample fewer).
+ *
+ * rlat: RDMA READ of the server's sink by the client, one at a time, as
+ * ib_read_lat; a sample is the full round trip. With poll=1 the client
+ * busy-polls the CQ, else it sleeps until the completion handler wakes it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ktime.h>
+
+#include "run.h"
+
+/* Busy loops check for stop, errors and the peer this often. */
+#define KRPING_SPIN_CHECK	256
+
+/*
+ * The tag of iteration @i: never 0 (the sink starts zeroed), never the
+ * same in two iterations in a row.
+ */
+static u8 krping_tag(u32 i)
+{
+	return i % 255 + 1;
+}
+
+/* Spin until the last byte of our sink holds @tag. */
+static int krping_spin_tag(struct krping_run *run, u8 tag)
+{
+	u32 last = run->opts->size - 1;
+	const u8 *p = (const u8 *)run->rdma_buf.addr + last;
+	struct ib_device *dev = run->pd->device;
+	unsigned int n = 0;
+	int ret;
+
+	for (;;) {
+		ib_dma_sync_single_for_cpu(dev, run->rdma_buf.dma + last, 1,
+					   DMA_BIDIRECTIONAL);
+		if (READ_ONCE(*p) == tag)
+			return 0;
+		if (++n % KRPING_SPIN_CHECK)
+			continue;
+		ret = krping_check(run);
+		if (ret)
+			return ret;
+		cond_resched();
+	}
+}
+
+/* Write our buffer, tagged, into the peer's sink. */
+static int krping_wlat_write(struct krping_run *run, u8 tag)
+{
+	u32 last = run->opts->size - 1;
+
+	((u8 *)run->start_buf.addr)[last] = tag;
+	ib_dma_sync_single_for_device(run->pd->device,
+				      run->start_buf.dma + last, 1,
+				      DMA_BIDIRECTIONAL);
+	return krping_bench_post(run, IB_WR_RDMA_WRITE);
+}
+
+int krping_bench_wlat(struct krping_run *run)
+{
+	bool client = run->opts->role == KRPING_ROLE_CLIENT;
+	struct krping_stats *st = &run->sess->stats;
+	u64 t_write = 0, now;
+	u32 i;
+	int ret;
+
+	for (i = 0; !run->opts->count || i < run->opts->count; i++) {
+		u8 tag = krping_tag(i);
+
+		if (client) {
+			t_write = ktime_get_ns();
+			ret = krping_wlat_write(run, tag);
+			if (!ret)
+				ret = krping_spin_tag(run, tag);
+			if (ret)
+				return ret;
+			krping_lat_add(&run->lat, (ktime_get_ns() - t_write) / 2);
+		} else {
+			ret = krping_spin_tag(run, tag);
+			if (ret)
+				return ret;
+			now = ktime_get_ns();
+			if (i)
+				krping_lat_add(&run->lat, (now - t_write) / 2);
+			t_write = now;
+			ret = krping_wlat_write(run, tag);
+			if (ret)
+				return ret;
+		}
+		atomic64_inc(&st->iterations);
+	}
+	/* Every write completed before the closing message. */
+	return krping_wait_count(run, &run->rdma_count, run->rdma_posted);
+}
+
+int krping_bench_rlat(struct krping_run *run)
+{
+	struct krping_stats *st = &run->sess->stats;
+	u64 start;
+	u32 i;
+	int ret;
+
+	/* The server only lends its buffer. */
+	if (run->opts->role != KRPING_ROLE_CLIENT)
+		return 0;
+
+	for (i = 0; !run->opts->count || i < run->opts->count; i++) {
+		start = ktime_get_ns();
+		ret = krping_bench_post(run, IB_WR_RDMA_READ);
+		if (!ret)
+			ret = krping_wait_count(run, &run->rdma_count,
+						run->rdma_posted);
+		if (ret)
+			return ret;
+		krping_lat_add(&run->lat, ktime_get_ns() - start);
+		atomic64_inc(&st->iterations);
+	}
+	return 0;
+}
