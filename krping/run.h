@@ -54,6 +54,7 @@ enum {
  * @events: bumped by every CM or CQ handler, so the thread sleeps until
  *	anything happens
  * @poll: the CQ is polled by the thread (poll=1), not by softirq
+ * @lazy: with @poll, waits that measure nothing sleep between polls
  * @lat: per-iteration latency samples
  * @bw_bytes: bytes moved by a bandwidth run
  * @bw_ns: duration of a bandwidth run
@@ -100,6 +101,7 @@ struct krping_run {
 	wait_queue_head_t wq;
 	atomic_t events;
 	bool poll;
+	bool lazy;
 	struct krping_lat lat;
 	u64 bw_bytes;
 	u64 bw_ns;
