@@ -34,6 +34,10 @@ static int krping_check_write(const char *page, size_t len)
 	return 0;
 }
 
+/*
+ * Show or set one option by its attribute name, or, with a NULL @name,
+ * the whole legacy option string ("options").
+ */
 static ssize_t krping_option_attr_show(struct config_item *item,
 				       const char *name, char *page)
 {
@@ -41,7 +45,10 @@ static ssize_t krping_option_attr_show(struct config_item *item,
 	ssize_t ret;
 
 	mutex_lock(&sess->lock);
-	ret = krping_option_show(&sess->opts, name, page, PAGE_SIZE);
+	if (name)
+		ret = krping_option_show(&sess->opts, name, page, PAGE_SIZE);
+	else
+		ret = krping_options_format(&sess->opts, page, PAGE_SIZE);
 	mutex_unlock(&sess->lock);
 	return ret;
 }
@@ -60,8 +67,10 @@ static ssize_t krping_option_attr_store(struct config_item *item,
 	mutex_lock(&sess->lock);
 	if (krping_session_active(sess))
 		ret = -EBUSY;
-	else
+	else if (name)
 		ret = krping_option_set_buf(&sess->opts, name, page, len);
+	else
+		ret = krping_options_parse_buf(&sess->opts, page, len);
 	mutex_unlock(&sess->lock);
 	return ret ? ret : len;
 }
@@ -98,32 +107,13 @@ KRPING_OPTION_ATTR(tos);
 
 static ssize_t krping_options_show(struct config_item *item, char *page)
 {
-	struct krping_session *sess = to_session(item);
-	ssize_t ret;
-
-	mutex_lock(&sess->lock);
-	ret = krping_options_format(&sess->opts, page, PAGE_SIZE);
-	mutex_unlock(&sess->lock);
-	return ret;
+	return krping_option_attr_show(item, NULL, page);
 }
 
 static ssize_t krping_options_store(struct config_item *item,
 				    const char *page, size_t len)
 {
-	struct krping_session *sess = to_session(item);
-	int ret;
-
-	ret = krping_check_write(page, len);
-	if (ret)
-		return ret;
-
-	mutex_lock(&sess->lock);
-	if (krping_session_active(sess))
-		ret = -EBUSY;
-	else
-		ret = krping_options_parse_buf(&sess->opts, page, len);
-	mutex_unlock(&sess->lock);
-	return ret ? ret : len;
+	return krping_option_attr_store(item, NULL, page, len);
 }
 CONFIGFS_ATTR(krping_, options);
 
