@@ -12,6 +12,7 @@
 #   make check-STAGE      one stage of check (deps build kunit selftests smoke)
 #   make run              deps, builds, then the demo in a 6.12 VM
 #   make vm CMD='...'     run CMD in a VM (KVER=6.12|6.1; see scripts/testbed/vm-run)
+#   make bench            krping against perftest on rxe in a 6.12 VM (not in check)
 #
 # KDIR defaults to the running kernel's build dir; when that does not exist
 # (a host whose own kernel has no headers, like our CI machine) it falls

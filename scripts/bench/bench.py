@@ -18,7 +18,8 @@ device, and prints one table:
                       4 x ib_send_lat(16 B) + ib_read_lat + 2 x ib_write_lat
 
 Latency ratios are krping/perftest (target <= 1.0), bandwidth ratios
-krping/perftest (target >= 1.0). Both krping sessions run with poll=1,
+krping/perftest (target >= 1.0); the ping row is information only (its
+model leaves out the memory registrations of every iteration). Both krping sessions run with poll=1,
 as perftest busy-polls by default; bw runs both with the same txdepth.
 
 Normally run by scripts/bench/run.sh (make bench) inside the test VM;
@@ -31,6 +32,7 @@ Writes the table and JSON to --out (default $KRPING_OUT or .).
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -85,6 +87,18 @@ class Bench:
 
     # -- perftest -----------------------------------------------------
     def perftest(self, test, size, iters):
+        """perftest's figures; a run that printed inf/nan (perftest's
+        clock calibration goes wrong now and then under TCG) is rerun."""
+        for attempt in range(3):
+            fig = self.perftest_once(test, size, iters)
+            if fig is None or all(math.isfinite(v) for v in fig.values()):
+                return fig
+            self.raw[-1]["discarded"] = "non-finite figures"
+            self.raw[-1]["result"] = {k: str(v) for k, v in fig.items()}
+            log(f"{PERFTEST[test]} {size}: non-finite figures, again")
+        return None
+
+    def perftest_once(self, test, size, iters):
         a = self.args
         prog = PERFTEST[test]
         port = self.next_port()
@@ -207,7 +221,7 @@ def main():
                     help="perftest -x: the RoCE v2 IPv4 GID (1 on rxe)")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--tests", default="wlat,rlat,bw,ping")
-    ap.add_argument("--reps", type=int, default=1,
+    ap.add_argument("--reps", type=int, default=3,
                     help="measure each row REPS times per tool, "
                     "alternating (krping, perftest, perftest, krping, ...); "
                     "the median is reported")
@@ -271,7 +285,9 @@ def main():
             perf_desc = PERFTEST[test]
         ratio = kv / pv if kv is not None and pv else None
         met = None
-        if ratio is not None:
+        if test == "ping":
+            target = "info"     # a model, not a like-for-like measurement
+        elif ratio is not None:
             met = ratio <= 1.0 if target == "<=1" else ratio >= 1.0
         row = {"size": size, "test": test, "iterations": iters,
                "krping": kv, "perftest": pv, "ratio": ratio, "unit": unit,

@@ -585,6 +585,9 @@ LATENCY = ("samples", "min_ns", "max_ns", "mean_ns", "p50_ns", "p99_ns",
 BANDWIDTH = ("bytes", "duration_ns", "mbytes_per_sec", "msgs_per_sec")
 BENCH_TESTS = ("wlat", "rlat", "bw", "fr")
 MB = 1 << 20            # mbytes_per_sec counts MB of 2^20 bytes, as perftest
+# 16-byte SENDs (and RECVs) of each side around a benchmark: its buffer's
+# advertisement before, an end marker after
+BENCH_SETUP_MSGS = 2
 
 
 def session_latency(s):
@@ -607,9 +610,11 @@ def bench_stats(test, role, n, size, duplex=False):
     (the benchmark ABI of issue 3; ping as ping_stats)."""
     if test == "ping":
         return ping_stats(role, n, size)
-    # every benchmark starts with one 16-byte SEND/RECV each way
-    st = dict(send_msgs=1, send_bytes=ADV_BYTES, recv_msgs=1,
-              recv_bytes=ADV_BYTES, write_msgs=0, write_bytes=0,
+    # every benchmark has a setup and an end exchange of 16-byte messages
+    n_setup = BENCH_SETUP_MSGS
+    st = dict(send_msgs=n_setup, send_bytes=n_setup * ADV_BYTES,
+              recv_msgs=n_setup, recv_bytes=n_setup * ADV_BYTES,
+              write_msgs=0, write_bytes=0,
               read_msgs=0, read_bytes=0, iterations=0)
     client = role == "client"
     if test == "wlat" or (test == "bw" and (client or duplex)):
@@ -622,10 +627,11 @@ def bench_stats(test, role, n, size, duplex=False):
 
 
 def bench_latency_samples(test, role, n, duplex=False):
-    """latency/samples of a completed run (None: the ABI does not say)."""
-    if test == "fr":
-        return None
-    if test in ("ping", "wlat") or (test == "rlat" and role == "client"):
+    """latency/samples of a completed run."""
+    if test == "wlat":
+        # half round trips: the server's first write has no start time
+        return n if role == "client" else max(n - 1, 0)
+    if test == "ping" or (test == "rlat" and role == "client"):
         return n
     return 0
 
@@ -654,8 +660,9 @@ def latency_problems(lat):
     return p
 
 
-def bandwidth_problems(bw, msgs):
-    """What is inconsistent in a bandwidth/ snapshot of msgs messages."""
+def bandwidth_problems(bw, size):
+    """What is inconsistent in a bandwidth/ snapshot of messages of size
+    bytes."""
     p = []
     if bw["bytes"] == 0:
         nonzero = {k: v for k, v in bw.items() if v}
@@ -663,6 +670,9 @@ def bandwidth_problems(bw, msgs):
             p.append(f"no bytes but {nonzero}")
         return p
     d = bw["duration_ns"]
+    if bw["bytes"] % size:
+        p.append(f"bytes={bw['bytes']} not a multiple of size {size}")
+    msgs = bw["bytes"] // size
     if d <= 0:
         return [f"bytes={bw['bytes']} with duration_ns={d}"]
     mbps = bw["bytes"] * 10**9 / d / MB

@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The benchmarks (test = wlat, rlat, bw, fr; ping's timing) on rxe.
+
+Checks, per test and memory mode, that a run completes, that stats/ holds
+exactly the expected counters, and that latency/ and bandwidth/ are there
+and consistent; that a run stopped or removed in the middle of a benchmark
+ends within about a second; duplex bw on both sides; and the sysfs
+"reset" file. The expected figures are those of the benchmark ABI
+(Documentation/ABI/testing/sysfs-kernel-krping).
+
+Counts are small: TCG is slow, and the arithmetic does not need more.
+"""
+
+import errno
+import time
+
+import pytest
+
+from lib import krping
+from lib.krping import (bench_stats, bench_latency_samples,
+                        bench_reports_bandwidth, latency_problems,
+                        bandwidth_problems, run_pair, session_latency,
+                        session_bandwidth, session_reset)
+
+COUNT = 20
+SIZE = {"ping": 64, "wlat": 4096, "rlat": 4096, "bw": 4096, "fr": 65536}
+# A stop or rmdir must return within this (the ABI says about a second;
+# TCG gets some slack), and the peer must notice within PEER_END.
+STOP_LIMIT = 2.0
+PEER_END = 10.0
+
+
+def check_side(s, test, role, count, size, duplex=False):
+    """Counters, latency/ and bandwidth/ of a side that ended done."""
+    st = s.stats()
+    assert st == bench_stats(test, role, count, size, duplex), s.describe()
+    lat = session_latency(s)
+    assert lat["samples"] == bench_latency_samples(test, role, count, duplex), \
+        f"{s.name} latency {lat}"
+    assert latency_problems(lat) == [], f"{s.name} latency {lat}"
+    bw = session_bandwidth(s)
+    if bench_reports_bandwidth(test, role, duplex):
+        assert bw["bytes"] == count * size, f"{s.name} bandwidth {bw}"
+        assert bw["duration_ns"] > 0, f"{s.name} bandwidth {bw}"
+    else:
+        assert bw == dict.fromkeys(krping.BANDWIDTH, 0), \
+            f"{s.name} bandwidth {bw}"
+    assert bandwidth_problems(bw, size) == [], f"{s.name} bandwidth {bw}"
+
+
+def bench_pair(pool, test, count=COUNT, size=None, duplex=False, **kw):
+    size = SIZE[test] if size is None else size
+    extra = dict(duplex=1) if duplex else {}
+    srv, cli = pool.pair(count=count, size=size, test=test, **extra, **kw)
+    states = run_pair(srv, cli)
+    assert states == ("done", "done"), f"{srv.describe()} | {cli.describe()}"
+    assert srv.error == 0 and cli.error == 0
+    assert cli.device in krping.RDMA_DEVICES, cli.describe()
+    check_side(cli, test, "client", count, size, duplex)
+    check_side(srv, test, "server", count, size, duplex)
+    return srv, cli
+
+
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+@pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw", "fr"])
+def test_bench_completes(pool, test, mem_mode):
+    bench_pair(pool, test, mem_mode=mem_mode)
+
+
+@pytest.mark.parametrize("test,extra", [
+    ("wlat", dict(poll=1)),
+    ("rlat", dict(poll=1)),
+    ("bw", dict(poll=1)),
+    ("fr", dict(poll=1)),
+    ("bw", dict(txdepth=4)),
+    ("fr", dict(txdepth=4)),
+    ("wlat", dict(size=1)),
+    ("bw", dict(size=1048576, count=4)),
+], ids=lambda v: v if isinstance(v, str) else
+    ",".join(f"{k}={x}" for k, x in v.items()))
+def test_bench_variants(pool, test, extra):
+    """Polling paths, the smallest send queue, odd sizes: exact counters."""
+    bench_pair(pool, test, **extra)
+
+
+def test_bench_duplex(pool):
+    """bw with duplex=1: both sides write count times and report."""
+    srv, cli = bench_pair(pool, "bw", duplex=True)
+    for s in (srv, cli):
+        assert session_bandwidth(s)["bytes"] == COUNT * SIZE["bw"]
+
+
+def test_bench_legacy_flags(pool):
+    """rlat and poll through the option string of the original krping."""
+    port = krping.next_port()
+    srv = pool.session("s")
+    cli = pool.session("c")
+    common = f"addr={krping.SERVER_ADDR},port={port},count={COUNT},size=4096"
+    srv.set("options", f"server,{common},rlat,poll")
+    cli.set("options", f"client,{common},rlat,poll")
+    assert cli.get("test") == "rlat" and cli.get("poll") == "1"
+    assert run_pair(srv, cli) == ("done", "done"), cli.describe()
+    check_side(cli, "rlat", "client", COUNT, 4096)
+    check_side(srv, "rlat", "server", COUNT, 4096)
+
+
+def test_results_zero_before_a_run(pool):
+    s = pool.session("k", role="client", addr=krping.SERVER_ADDR, test="wlat")
+    assert session_latency(s) == dict.fromkeys(krping.LATENCY, 0)
+    assert session_bandwidth(s) == dict.fromkeys(krping.BANDWIDTH, 0)
+
+
+def start_running(srv, cli):
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    cli.expect_state("running")
+    srv.expect_state("running")
+    time.sleep(0.5)         # well inside the benchmark loop
+
+
+@pytest.mark.parametrize("test,side,how,count", [
+    ("wlat", "client", "stop", 0),
+    ("wlat", "server", "rmdir", 0),
+    ("rlat", "client", "rmdir", 10**6),
+    ("rlat", "server", "stop", 0),
+    ("bw", "client", "stop", 10**6),
+    ("bw", "server", "stop", 0),
+    ("fr", "client", "stop", 0),
+])
+def test_stop_mid_benchmark(pool, test, side, how, count):
+    """start=0 or rmdir in the middle of a busy-polling benchmark returns
+    within about a second; the peer ends too; results stay consistent."""
+    test_duplex = test == "bw" and side == "server"
+    srv, cli = pool.pair(count=count, size=SIZE[test], test=test, poll=1,
+                         **(dict(duplex=1) if test_duplex else {}))
+    start_running(srv, cli)
+    victim, peer = (cli, srv) if side == "client" else (srv, cli)
+    if how == "stop":
+        t0 = time.monotonic()
+        victim.stop()
+        took = time.monotonic() - t0
+        assert victim.state == "stopped", victim.describe()
+    else:
+        took = victim.remove()
+        assert not victim.exists
+    assert took <= STOP_LIMIT, f"{how} of the {side} took {took:.2f}s"
+    end = peer.wait_end(PEER_END)
+    assert end in ("done", "failed"), peer.describe()
+    if end == "failed":
+        assert peer.error in (-errno.ECONNRESET, -errno.ETIMEDOUT), \
+            peer.describe()
+    sides = [peer] + ([victim] if how == "stop" else [])
+    for s in sides:
+        st = s.stats()
+        lat = session_latency(s)
+        assert latency_problems(lat) == [], f"{s.name} latency {lat}"
+        bw = session_bandwidth(s)
+        assert bandwidth_problems(bw, SIZE[test]) == [], \
+            f"{s.name} bandwidth {bw}"
+        if test in ("wlat", "rlat") and s is cli:
+            assert abs(lat["samples"] - st["iterations"]) <= 1, \
+                f"{s.name}: {lat} vs {st}"
+            assert st["iterations"] > 0, s.describe()
+        if test == "bw":
+            # the figures are taken when the run ends; a write in flight
+            # may still complete (and count in stats/) after that
+            assert bw["bytes"] <= st["write_bytes"], f"{s.name}: {bw} {st}"
+            if s is cli or test_duplex:
+                assert bw["bytes"] > 0, f"{s.name}: {bw} {st}"
+    # the peer's rmdir is quick as well
+    took = peer.remove()
+    assert took <= STOP_LIMIT, f"rmdir of the peer took {took:.2f}s"
+
+
+def test_reset(pool):
+    """reset: EINVAL but for 1, EBUSY while running, zeroes afterwards."""
+    srv, cli = pool.pair(count=0, size=4096, test="wlat")
+    for bad in ("0", "2", "x"):
+        assert session_reset(cli, bad) == errno.EINVAL, bad
+    assert session_reset(cli) == 0          # idle: nothing to zero, fine
+    start_running(srv, cli)
+    assert session_reset(cli) == errno.EBUSY
+    assert session_reset(srv) == errno.EBUSY
+    cli.stop()
+    srv.wait_end(PEER_END)
+    for s in (cli, srv):
+        assert s.stat("write_msgs") > 0, s.describe()
+        assert session_latency(s)["samples"] > 0
+        state = s.state
+        assert session_reset(s, "1\n") == 0
+        assert s.stats() == dict.fromkeys(krping.STATS, 0)
+        assert session_latency(s) == dict.fromkeys(krping.LATENCY, 0)
+        assert session_bandwidth(s) == dict.fromkeys(krping.BANDWIDTH, 0)
+        assert s.state == state
+    # and a reset session runs again as before
+    cli.set("count", COUNT)
+    srv.set("count", COUNT)
+    assert run_pair(srv, cli) == ("done", "done")
+    check_side(cli, "wlat", "client", COUNT, 4096)
