@@ -309,6 +309,13 @@ def main():
                      f"{fmt(r['krping']):>10}  {fmt(r['perftest']):>10}  "
                      f"{fmt(r['ratio'], 3):>6}  {r['unit']:<12} "
                      f"{r['target']} {mark}")
+    if args.reps > 1:
+        lines.append("each run (the figures above are the medians):")
+        for r in rows:
+            runs = lambda v: "/".join(fmt(x) for x in v) or "-"  # noqa: E731
+            lines.append(f"{r['size']:>8}  {r['test']:<5} krping "
+                         f"{runs(r['krping_runs'])}  perftest "
+                         f"{runs(r['perftest_runs'])}")
     if send16 is not None:
         lines.append(f"ping model: ib_send_lat {SEND_SIZE} B median "
                      f"{send16:.2f} usec; wlat/rlat from the rows above")
