@@ -30,7 +30,7 @@
 #include <linux/types.h>
 #include <asm/barrier.h>
 
-#define ROPCIE_RING_MAX_SIZE	(1U << 20)
+#define ROPCIE_RING_MAX_SIZE	0x100000U	/* 2^20 slots */
 
 struct ropcie_ring {
 	u32 head;		/* written by the producer only */

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie connection management: the iw_cm provider ops over the loopback
+ * fabric. A listener table keyed by device, address and port; a connect
+ * finds the listener and hands it a connection request; accept links the
+ * two QPs as peers and moves both to RTS; closing either QP ends both
+ * sides (DISCONNECT and CLOSE to the peer, CLOSE to the closer).
+ *
+ * Every event is handed to iw_cm under ropcie_fabric_lock, so the events
+ * of one connection reach iw_cm in the order they happened.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/slab.h>
+
+#include "ropcie.h"
+
+DEFINE_SPINLOCK(ropcie_fabric_lock);
+static LIST_HEAD(ropcie_listeners);
+
+struct ropcie_listener {
+	struct list_head list;
+	struct iw_cm_id *cm_id;
+	struct ropcie_dev *dev;
+	struct sockaddr_storage addr;
+};
+
+/* A connection request between connect and accept/reject. */
+struct ropcie_creq {
+	struct ropcie_qp *qp;		/* the active QP, held */
+	struct iw_cm_id *cm_id;		/* the active cm_id, held */
+	struct sockaddr_storage laddr, raddr;
+};
+
+static u16 ropcie_port(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)a)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+}
+
+static bool ropcie_addr_any(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	return ipv6_addr_any(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+static bool ropcie_addr_eq(const struct sockaddr_storage *a,
+			   const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return ipv6_addr_equal(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr);
+}
+
+/*
+ * The listener for a connection to @dst from @dev: same port, same
+ * address or a wildcard; an exact address wins, then the same device.
+ */
+static struct ropcie_listener *ropcie_find_listener(struct ropcie_dev *dev,
+						    const struct sockaddr_storage *dst)
+{
+	struct ropcie_listener *l, *best = NULL;
+	int score, best_score = 0;
+
+	lockdep_assert_held(&ropcie_fabric_lock);
+	list_for_each_entry(l, &ropcie_listeners, list) {
+		if (l->addr.ss_family != dst->ss_family ||
+		    ropcie_port(&l->addr) != ropcie_port(dst))
+			continue;
+		if (ropcie_addr_eq(&l->addr, dst))
+			score = 4;
+		else if (ropcie_addr_any(&l->addr))
+			score = 2;
+		else
+			continue;
+		if (l->dev == dev)
+			score++;
+		if (score > best_score) {
+			best = l;
+			best_score = score;
+		}
+	}
+	return best;
+}
+
+static void ropcie_cm_event(struct iw_cm_id *cm_id, enum iw_cm_event_type type,
+			    int status, const struct sockaddr_storage *laddr,
+			    const struct sockaddr_storage *raddr,
+			    const void *pdata, u8 plen, void *provider_data)
+{
+	struct iw_cm_event ev = {
+		.event = type,
+		.status = status,
+		.private_data = (void *)pdata,
+		.private_data_len = pdata ? plen : 0,
+		.provider_data = provider_data,
+		.ird = ROPCIE_MAX_IRD_ORD,
+		.ord = ROPCIE_MAX_IRD_ORD,
+	};
+	int ret;
+
+	if (laddr)
+		ev.local_addr = *laddr;
+	if (raddr)
+		ev.remote_addr = *raddr;
+	ret = cm_id->event_handler(cm_id, &ev);
+	if (ret)
+		pr_warn_ratelimited("iw_cm event %d lost: %d\n", type, ret);
+}
+
+int ropcie_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
+{
+	struct ropcie_dev *dev = to_rdev(cm_id->device);
+	struct ropcie_listener *l, *other;
+	unsigned long flags;
+
+	if (cm_id->m_local_addr.ss_family != AF_INET &&
+	    cm_id->m_local_addr.ss_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return -ENOMEM;
+	l->cm_id = cm_id;
+	l->dev = dev;
+	l->addr = cm_id->m_local_addr;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	list_for_each_entry(other, &ropcie_listeners, list) {
+		if (other->dev == dev &&
+		    ropcie_port(&other->addr) == ropcie_port(&l->addr) &&
+		    ropcie_addr_eq(&other->addr, &l->addr)) {
+			spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+			kfree(l);
+			return -EADDRINUSE;
+		}
+	}
+	cm_id->add_ref(cm_id);
+	cm_id->provider_data = l;
+	list_add_tail(&l->list, &ropcie_listeners);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	return 0;
+}
+
+int ropcie_iw_destroy_listen(struct iw_cm_id *cm_id)
+{
+	struct ropcie_listener *l = cm_id->provider_data;
+	unsigned long flags;
+
+	if (!l)
+		return 0;
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	list_del_init(&l->list);
+	cm_id->provider_data = NULL;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	cm_id->rem_ref(cm_id);
+	kfree(l);
+	return 0;
+}
+
+int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
+{
+	struct ropcie_dev *dev = to_rdev(cm_id->device);
+	struct ropcie_listener *l;
+	struct ropcie_creq *creq;
+	struct ib_qp *ibqp;
+	unsigned long flags;
+	int ret;
+
+	ibqp = ropcie_iw_get_qp(cm_id->device, param->qpn);
+	if (!ibqp)
+		return -EINVAL;
+	creq = kzalloc(sizeof(*creq), GFP_KERNEL);
+	if (!creq)
+		return -ENOMEM;
+	creq->qp = to_rqp(ibqp);
+	creq->cm_id = cm_id;
+	creq->laddr = cm_id->m_local_addr;
+	creq->raddr = cm_id->m_remote_addr;
+	ropcie_qp_get(creq->qp);
+	cm_id->add_ref(cm_id);
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	l = ropcie_find_listener(dev, &creq->raddr);
+	if (!l) {
+		ret = -ECONNREFUSED;
+	} else {
+		struct iw_cm_event ev = {
+			.event = IW_CM_EVENT_CONNECT_REQUEST,
+			.local_addr = creq->raddr,
+			.remote_addr = creq->laddr,
+			.private_data = (void *)param->private_data,
+			.private_data_len = param->private_data_len,
+			.provider_data = creq,
+			.ird = param->ird,
+			.ord = param->ord,
+		};
+
+		/* Fails when the listener's backlog is full. */
+		ret = l->cm_id->event_handler(l->cm_id, &ev);
+		if (ret)
+			ret = -ECONNREFUSED;
+	}
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (ret) {
+		cm_id->rem_ref(cm_id);
+		ropcie_qp_put(creq->qp);
+		kfree(creq);
+	}
+	return ret;
+}
+
+/* Answer a request with a refusal and free it. */
+static void ropcie_creq_refuse(struct ropcie_creq *creq, const void *pdata,
+			       u8 plen)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	ropcie_cm_event(creq->cm_id, IW_CM_EVENT_CONNECT_REPLY, -ECONNREFUSED,
+			&creq->laddr, &creq->raddr, pdata, plen, NULL);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	creq->cm_id->rem_ref(creq->cm_id);
+	ropcie_qp_put(creq->qp);
+	kfree(creq);
+}
+
+int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
+{
+	struct ropcie_creq *creq = cm_id->provider_data;
+	struct ropcie_qp *aqp, *pqp;
+	struct ib_qp *ibqp;
+	unsigned long flags;
+
+	if (!creq)
+		return -EINVAL;
+	cm_id->provider_data = NULL;
+	aqp = creq->qp;
+	ibqp = ropcie_iw_get_qp(cm_id->device, param->qpn);
+	if (!ibqp) {
+		ropcie_creq_refuse(creq, NULL, 0);
+		return -EINVAL;
+	}
+	pqp = to_rqp(ibqp);
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	if (pqp->peer || aqp->peer || pqp == aqp || !ropcie_qp_to_rts(pqp) ||
+	    !ropcie_qp_to_rts(aqp)) {
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		ropcie_creq_refuse(creq, NULL, 0);
+		return -EINVAL;
+	}
+	/* Each side holds the other; the active side takes creq's refs. */
+	aqp->peer = pqp;
+	ropcie_qp_get(pqp);
+	pqp->peer = aqp;
+	aqp->cm_id = creq->cm_id;
+	pqp->cm_id = cm_id;
+	cm_id->add_ref(cm_id);
+	aqp->laddr = creq->laddr;
+	aqp->raddr = creq->raddr;
+	pqp->laddr = creq->raddr;
+	pqp->raddr = creq->laddr;
+	ropcie_cm_event(aqp->cm_id, IW_CM_EVENT_CONNECT_REPLY, 0, &aqp->laddr,
+			&aqp->raddr, param->private_data,
+			param->private_data_len, NULL);
+	ropcie_cm_event(cm_id, IW_CM_EVENT_ESTABLISHED, 0, &pqp->laddr,
+			&pqp->raddr, NULL, 0, NULL);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	kfree(creq);
+	return 0;
+}
+
+int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len)
+{
+	struct ropcie_creq *creq = cm_id->provider_data;
+
+	if (!creq)
+		return 0;
+	cm_id->provider_data = NULL;
+	ropcie_creq_refuse(creq, pdata, len);
+	return 0;
+}
+
+/**
+ * ropcie_cm_close() - end the connection of a QP, if any
+ * @qp: the QP that closes (or errors, or is destroyed)
+ *
+ * Unlinks both QPs, moves the peer to the error state (its worker
+ * flushes it), and tells iw_cm: DISCONNECT and CLOSE on the peer's side,
+ * CLOSE on ours. Idempotent.
+ */
+void ropcie_cm_close(struct ropcie_qp *qp)
+{
+	struct iw_cm_id *mine, *theirs = NULL;
+	struct ropcie_qp *peer;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	peer = qp->peer;
+	mine = qp->cm_id;
+	qp->peer = NULL;
+	qp->cm_id = NULL;
+	if (peer) {
+		theirs = peer->cm_id;
+		peer->peer = NULL;
+		peer->cm_id = NULL;
+		ropcie_qp_set_error(peer);
+		if (theirs) {
+			ropcie_cm_event(theirs, IW_CM_EVENT_DISCONNECT, 0,
+					&peer->laddr, &peer->raddr, NULL, 0,
+					NULL);
+			ropcie_cm_event(theirs, IW_CM_EVENT_CLOSE, 0,
+					&peer->laddr, &peer->raddr, NULL, 0,
+					NULL);
+		}
+	}
+	if (mine)
+		ropcie_cm_event(mine, IW_CM_EVENT_CLOSE, 0, &qp->laddr,
+				&qp->raddr, NULL, 0, NULL);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+
+	if (theirs)
+		theirs->rem_ref(theirs);
+	if (mine)
+		mine->rem_ref(mine);
+	if (peer) {
+		/* The references of the link, one each way. */
+		ropcie_qp_put(peer);
+		ropcie_qp_put(qp);
+	}
+}
+
+/* Drop listeners of a device that goes away (rdma_cm removes its own). */
+void ropcie_cm_remove_device(struct ropcie_dev *dev)
+{
+	struct ropcie_listener *l, *tmp;
+	LIST_HEAD(gone);
+	unsigned long flags;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	list_for_each_entry_safe(l, tmp, &ropcie_listeners, list) {
+		if (l->dev == dev) {
+			l->cm_id->provider_data = NULL;
+			list_move(&l->list, &gone);
+		}
+	}
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	list_for_each_entry_safe(l, tmp, &gone, list) {
+		l->cm_id->rem_ref(l->cm_id);
+		kfree(l);
+	}
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie completion queues: a ring of struct ib_wc with many producers
+ * (the QP workers) serialised by a spinlock, consumed by poll_cq.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include "ropcie.h"
+
+int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		     ROPCIE_CQ_ATTRS *attrs)
+{
+	struct ropcie_dev *dev = to_rdev(ibcq->device);
+	struct ropcie_cq *cq = to_rcq(ibcq);
+	u32 size;
+	int ret;
+
+	if (attrs)	/* kernel consumers only */
+		return -EOPNOTSUPP;
+	if (attr->flags || !attr->cqe || attr->cqe > ROPCIE_MAX_CQE)
+		return -EINVAL;
+	if (atomic_inc_return(&dev->num_cq) > ROPCIE_MAX_CQ) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	size = ropcie_ring_size_for(attr->cqe);
+	ret = ropcie_ring_init(&cq->ring, size, sizeof(struct ib_wc),
+			       GFP_KERNEL);
+	if (ret)
+		goto err;
+	spin_lock_init(&cq->lock);
+	/* The ring may hold more than asked for: report what it holds. */
+	ibcq->cqe = ropcie_ring_capacity(&cq->ring);
+	return 0;
+err:
+	atomic_dec(&dev->num_cq);
+	return ret;
+}
+
+int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct ropcie_cq *cq = to_rcq(ibcq);
+
+	ropcie_ring_free(&cq->ring);
+	atomic_dec(&to_rdev(ibcq->device)->num_cq);
+	return 0;
+}
+
+/**
+ * ropcie_cq_post() - add a completion and call the completion handler
+ * @cq: completion queue
+ * @wc: the completion
+ * @solicited: the completion of a solicited receive
+ *
+ * A full CQ loses the completion and raises IB_EVENT_CQ_ERR once.
+ *
+ * Return: 0, or -ENOSPC when the CQ overflowed.
+ */
+int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
+		   bool solicited)
+{
+	struct ib_cq *ibcq = &cq->ibcq;
+	unsigned long flags;
+	bool notify = false, overflow = false, lost = false;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (ropcie_ring_push(&cq->ring, wc)) {
+		lost = true;
+		overflow = !cq->overflow;
+		cq->overflow = true;
+	} else if (cq->notify & IB_CQ_NEXT_COMP ||
+		   (cq->notify & IB_CQ_SOLICITED && solicited)) {
+		cq->notify = 0;
+		notify = true;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	if (overflow) {
+		pr_warn_ratelimited("%s: CQ overflow\n",
+				    dev_name(&ibcq->device->dev));
+		if (ibcq->event_handler) {
+			struct ib_event ev = {
+				.device = ibcq->device,
+				.event = IB_EVENT_CQ_ERR,
+				.element.cq = ibcq,
+			};
+
+			ibcq->event_handler(&ev, ibcq->cq_context);
+		}
+	}
+	if (notify && ibcq->comp_handler)
+		ibcq->comp_handler(ibcq, ibcq->cq_context);
+	return lost ? -ENOSPC : 0;
+}
+
+int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+{
+	struct ropcie_cq *cq = to_rcq(ibcq);
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num && !ropcie_ring_pop(&cq->ring, &wc[n]))
+		n++;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int ropcie_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct ropcie_cq *cq = to_rcq(ibcq);
+	unsigned long irqflags;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	/* NEXT_COMP includes the solicited ones. */
+	if ((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_NEXT_COMP)
+		cq->notify = IB_CQ_NEXT_COMP;
+	else if (cq->notify != IB_CQ_NEXT_COMP)
+		cq->notify = IB_CQ_SOLICITED;
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS && !ropcie_ring_empty(&cq->ring))
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}

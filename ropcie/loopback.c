@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie loopback backend: the transport of one work request between two
+ * QPs on this host. The initiator's worker resolves its own SGEs, checks
+ * the target's key, PD, access rights and bounds, and copies the data.
+ * Every check comes before the first byte moves: a refused request
+ * touches no memory.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/string.h>
+
+#include "ropcie.h"
+
+/* A resolved piece of a transfer: a range of an MR (NULL: local DMA). */
+struct ropcie_seg {
+	struct ropcie_mr *mr;
+	u64 addr;
+	u64 len;
+};
+
+struct ropcie_segs {
+	struct ropcie_seg seg[ROPCIE_MAX_SGE];
+	u32 n;
+	u64 total;
+};
+
+static void ropcie_segs_put(struct ropcie_segs *s)
+{
+	u32 i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->seg[i].mr)
+			ropcie_mr_put(s->seg[i].mr);
+	s->n = 0;
+}
+
+/*
+ * Resolve local SGEs of @qp: lkey, PD, bounds and, for a sink, local
+ * write access. Return: IB_WC_SUCCESS with @s filled (put it), or the
+ * error status with nothing held.
+ */
+static enum ib_wc_status ropcie_segs_get(struct ropcie_qp *qp,
+					 const struct ib_sge *sge, u32 num,
+					 bool sink, struct ropcie_segs *s)
+{
+	struct ropcie_dev *dev = qp->dev;
+	u32 i;
+
+	s->n = 0;
+	s->total = 0;
+	for (i = 0; i < num; i++) {
+		struct ropcie_seg *seg = &s->seg[s->n];
+		struct ropcie_mr *mr = NULL;
+
+		if (!sge[i].length)
+			continue;
+		if (sge[i].lkey != dev->ibdev.local_dma_lkey) {
+			mr = ropcie_mr_get(dev, sge[i].lkey);
+			if (!mr)
+				goto err;
+			if (mr->ibmr.pd != qp->ibqp.pd ||
+			    !ropcie_mr_covers(mr, sge[i].addr, sge[i].length) ||
+			    (sink && !(mr->access & IB_ACCESS_LOCAL_WRITE))) {
+				ropcie_mr_put(mr);
+				goto err;
+			}
+		}
+		seg->mr = mr;
+		seg->addr = sge[i].addr;
+		seg->len = sge[i].length;
+		s->n++;
+		s->total += sge[i].length;
+	}
+	if (s->total > ROPCIE_MAX_MSG) {
+		ropcie_segs_put(s);
+		return IB_WC_LOC_LEN_ERR;
+	}
+	return IB_WC_SUCCESS;
+err:
+	ropcie_segs_put(s);
+	return IB_WC_LOC_PROT_ERR;
+}
+
+/*
+ * The target side of a READ or WRITE: @rkey must name a valid MR of the
+ * peer's PD with @access that covers [addr, addr + len). Return: the MR,
+ * held, or NULL (a remote access error).
+ */
+static struct ropcie_mr *ropcie_remote_mr(struct ropcie_qp *peer, u32 rkey,
+					  u64 addr, u64 len, int access)
+{
+	struct ropcie_mr *mr = ropcie_mr_get(peer->dev, rkey);
+
+	if (!mr)
+		return NULL;
+	if (mr->ibmr.pd != peer->ibqp.pd || !(mr->access & access) ||
+	    !ropcie_mr_covers(mr, addr, len)) {
+		ropcie_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+/* A cursor over a list of segments. */
+struct ropcie_cursor {
+	const struct ropcie_seg *seg;
+	u32 n, i;
+	u64 off;
+};
+
+/* Kernel address of the cursor and the bytes contiguous from it. */
+static void *ropcie_cursor_va(const struct ropcie_cursor *c, u64 *contig)
+{
+	const struct ropcie_seg *seg = &c->seg[c->i];
+	u64 left = seg->len - c->off;
+	void *va;
+
+	if (seg->mr) {
+		va = ropcie_mr_va(seg->mr, seg->addr + c->off, contig);
+	} else {
+		va = (void *)(uintptr_t)(seg->addr + c->off);
+		*contig = U64_MAX;
+	}
+	*contig = min(*contig, left);
+	return va;
+}
+
+static void ropcie_cursor_advance(struct ropcie_cursor *c, u64 len)
+{
+	c->off += len;
+	if (c->off == c->seg[c->i].len) {
+		c->i++;
+		c->off = 0;
+	}
+}
+
+/* Copy @len bytes; both sides were checked to hold them. */
+static void ropcie_copy(const struct ropcie_seg *dst, u32 nd,
+			const struct ropcie_seg *src, u32 ns, u64 len)
+{
+	struct ropcie_cursor d = { .seg = dst, .n = nd };
+	struct ropcie_cursor s = { .seg = src, .n = ns };
+
+	while (len && d.i < d.n && s.i < s.n) {
+		u64 dc, sc, chunk;
+		void *dva = ropcie_cursor_va(&d, &dc);
+		void *sva = ropcie_cursor_va(&s, &sc);
+
+		chunk = min3(dc, sc, len);
+		if (WARN_ON_ONCE(!dva || !sva || !chunk))
+			return;
+		memcpy(dva, sva, chunk);
+		ropcie_cursor_advance(&d, chunk);
+		ropcie_cursor_advance(&s, chunk);
+		len -= chunk;
+	}
+}
+
+static void ropcie_recv_complete(struct ropcie_qp *peer, u64 wr_id,
+				 enum ib_wc_status status, u32 len,
+				 u32 inv_rkey, bool solicited)
+{
+	struct ib_wc wc = {
+		.wr_id = wr_id,
+		.status = status,
+		.opcode = IB_WC_RECV,
+		.byte_len = len,
+		.qp = &peer->ibqp,
+	};
+
+	if (inv_rkey && status == IB_WC_SUCCESS) {
+		wc.wc_flags = IB_WC_WITH_INVALIDATE;
+		wc.ex.invalidate_rkey = inv_rkey;
+	}
+	ropcie_cq_post(peer->rcq, &wc, solicited);
+	if (status != IB_WC_SUCCESS)
+		ropcie_qp_set_error(peer);
+}
+
+static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
+			  const struct ropcie_sqe *sqe, struct ib_wc *wc)
+{
+	struct ropcie_segs src, dst;
+	enum ib_wc_status st, rst = IB_WC_SUCCESS;
+	struct ropcie_rqe *rqe;
+	unsigned long flags;
+	u64 wr_id;
+	u32 inv = 0;
+
+	st = ropcie_segs_get(qp, sqe->sge, sqe->num_sge, false, &src);
+	if (st != IB_WC_SUCCESS) {
+		wc->status = st;
+		return 0;
+	}
+	spin_lock_irqsave(&peer->rq_cons_lock, flags);
+	if (READ_ONCE(peer->state) != IB_QPS_RTS) {
+		spin_unlock_irqrestore(&peer->rq_cons_lock, flags);
+		ropcie_segs_put(&src);
+		wc->status = IB_WC_WR_FLUSH_ERR;
+		return 0;
+	}
+	rqe = ropcie_ring_cons_slot(&peer->rq);
+	if (!rqe) {
+		/* Like an infinite RNR retry: wait for the peer's receive. */
+		spin_unlock_irqrestore(&peer->rq_cons_lock, flags);
+		ropcie_segs_put(&src);
+		return -EAGAIN;
+	}
+	wr_id = rqe->wr_id;
+	st = ropcie_segs_get(peer, rqe->sge, rqe->num_sge, true, &dst);
+	if (st != IB_WC_SUCCESS) {
+		rst = st;
+		st = IB_WC_REM_OP_ERR;
+	} else if (dst.total < src.total) {
+		rst = IB_WC_LOC_LEN_ERR;
+		st = IB_WC_REM_INV_REQ_ERR;
+	} else if (sqe->opcode == IB_WR_SEND_WITH_INV) {
+		if (ropcie_mr_invalidate(peer->dev, peer->ibqp.pd,
+					 sqe->inv_rkey)) {
+			rst = IB_WC_LOC_PROT_ERR;
+			st = IB_WC_REM_ACCESS_ERR;
+		} else {
+			inv = sqe->inv_rkey;
+		}
+	}
+	if (st == IB_WC_SUCCESS)
+		ropcie_copy(dst.seg, dst.n, src.seg, src.n, src.total);
+	ropcie_segs_put(&dst);
+	ropcie_ring_consume(&peer->rq);
+	spin_unlock_irqrestore(&peer->rq_cons_lock, flags);
+	ropcie_segs_put(&src);
+
+	ropcie_recv_complete(peer, wr_id, rst, (u32)src.total, inv,
+			     sqe->send_flags & IB_SEND_SOLICITED);
+	wc->status = st;
+	return 0;
+}
+
+static int ropcie_lo_rdma(struct ropcie_qp *qp, struct ropcie_qp *peer,
+			  const struct ropcie_sqe *sqe, struct ib_wc *wc)
+{
+	bool read = sqe->opcode != IB_WR_RDMA_WRITE;
+	struct ropcie_seg remote;
+	struct ropcie_segs local;
+	enum ib_wc_status st;
+
+	/* On iWARP, a READ sink is written by the peer: local write access. */
+	st = ropcie_segs_get(qp, sqe->sge, sqe->num_sge, read, &local);
+	if (st != IB_WC_SUCCESS) {
+		wc->status = st;
+		return 0;
+	}
+	if (READ_ONCE(peer->state) != IB_QPS_RTS) {
+		ropcie_segs_put(&local);
+		wc->status = IB_WC_WR_FLUSH_ERR;
+		return 0;
+	}
+	if (local.total) {
+		remote.addr = sqe->remote_addr;
+		remote.len = local.total;
+		remote.mr = ropcie_remote_mr(peer, sqe->rkey, remote.addr,
+					     remote.len,
+					     read ? IB_ACCESS_REMOTE_READ :
+						    IB_ACCESS_REMOTE_WRITE);
+		if (!remote.mr) {
+			ropcie_segs_put(&local);
+			wc->status = IB_WC_REM_ACCESS_ERR;
+			return 0;
+		}
+		if (read)
+			ropcie_copy(local.seg, local.n, &remote, 1, local.total);
+		else
+			ropcie_copy(&remote, 1, local.seg, local.n, local.total);
+		ropcie_mr_put(remote.mr);
+	}
+	ropcie_segs_put(&local);
+	wc->byte_len = local.total;
+	wc->status = IB_WC_SUCCESS;
+	if (sqe->opcode == IB_WR_RDMA_READ_WITH_INV &&
+	    ropcie_mr_invalidate(qp->dev, qp->ibqp.pd, sqe->inv_rkey))
+		wc->status = IB_WC_LOC_PROT_ERR;
+	return 0;
+}
+
+static int ropcie_lo_execute(struct ropcie_qp *qp, struct ropcie_qp *peer,
+			     const struct ropcie_sqe *sqe, struct ib_wc *wc)
+{
+	switch (sqe->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_INV:
+		return ropcie_lo_send(qp, peer, sqe, wc);
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
+		return ropcie_lo_rdma(qp, peer, sqe, wc);
+	default:
+		wc->status = IB_WC_LOC_QP_OP_ERR;
+		return 0;
+	}
+}
+
+const struct ropcie_backend_ops ropcie_loopback_ops = {
+	.name = "loopback",
+	.execute = ropcie_lo_execute,
+};

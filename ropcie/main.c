@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie module: device creation through rdma_link_ops, the device ops
+ * table, netdev events, and teardown of every device on rmmod.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <net/addrconf.h>
+#include <rdma/rdma_netlink.h>
+
+#include "ropcie.h"
+
+static LIST_HEAD(ropcie_devices);
+static DEFINE_MUTEX(ropcie_devices_lock);
+
+static void ropcie_dealloc_driver(struct ib_device *ibdev)
+{
+	struct ropcie_dev *dev = to_rdev(ibdev);
+
+	mutex_lock(&ropcie_devices_lock);
+	list_del_init(&dev->list);
+	mutex_unlock(&ropcie_devices_lock);
+	ropcie_cm_remove_device(dev);
+	WARN_ON(!xa_empty(&dev->qp_xa));
+	WARN_ON(!xa_empty(&dev->mr_xa));
+	xa_destroy(&dev->qp_xa);
+	xa_destroy(&dev->mr_xa);
+	pr_debug("%s: released\n", dev_name(&ibdev->dev));
+}
+
+static const struct ib_device_ops ropcie_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = 1,
+
+	.alloc_mr = ropcie_alloc_mr,
+	.alloc_pd = ropcie_alloc_pd,
+	.create_cq = ropcie_create_cq,
+	.create_qp = ropcie_create_qp,
+	.dealloc_driver = ropcie_dealloc_driver,
+	.dealloc_pd = ropcie_dealloc_pd,
+	.dereg_mr = ropcie_dereg_mr,
+	.destroy_cq = ropcie_destroy_cq,
+	.destroy_qp = ropcie_destroy_qp,
+	.get_dma_mr = ropcie_get_dma_mr,
+	.get_port_immutable = ropcie_get_port_immutable,
+	.iw_accept = ropcie_iw_accept,
+	.iw_add_ref = ropcie_iw_add_ref,
+	.iw_connect = ropcie_iw_connect,
+	.iw_create_listen = ropcie_iw_create_listen,
+	.iw_destroy_listen = ropcie_iw_destroy_listen,
+	.iw_get_qp = ropcie_iw_get_qp,
+	.iw_reject = ropcie_iw_reject,
+	.iw_rem_ref = ropcie_iw_rem_ref,
+	.map_mr_sg = ropcie_map_mr_sg,
+	.modify_qp = ropcie_modify_qp,
+	.poll_cq = ropcie_poll_cq,
+	.post_recv = ropcie_post_recv,
+	.post_send = ropcie_post_send,
+	.query_device = ropcie_query_device,
+	.query_gid = ropcie_query_gid,
+	.query_port = ropcie_query_port,
+	.query_qp = ropcie_query_qp,
+	.reg_user_mr = ropcie_reg_user_mr,
+	.req_notify_cq = ropcie_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_cq, ropcie_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, ropcie_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, ropcie_qp, ibqp),
+};
+
+/* The ropcie device on @netdev, or NULL. Caller holds the list mutex. */
+static struct ropcie_dev *ropcie_find_by_netdev(struct net_device *netdev)
+{
+	struct ropcie_dev *dev;
+
+	list_for_each_entry(dev, &ropcie_devices, list)
+		if (dev->netdev == netdev)
+			return dev;
+	return NULL;
+}
+
+static int ropcie_newlink(const char *name, struct net_device *netdev)
+{
+	struct ropcie_dev *dev;
+	struct ib_device *ibdev;
+	int ret;
+
+	if (netdev->type != ARPHRD_ETHER && netdev->type != ARPHRD_LOOPBACK &&
+	    netdev->type != ARPHRD_NONE)
+		return -EINVAL;
+
+	mutex_lock(&ropcie_devices_lock);
+	if (ropcie_find_by_netdev(netdev)) {
+		mutex_unlock(&ropcie_devices_lock);
+		return -EEXIST;
+	}
+	dev = ib_alloc_device(ropcie_dev, ibdev);
+	if (!dev) {
+		mutex_unlock(&ropcie_devices_lock);
+		return -ENOMEM;
+	}
+	ibdev = &dev->ibdev;
+	INIT_LIST_HEAD(&dev->list);
+	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&dev->mr_xa, XA_FLAGS_ALLOC1);
+
+	/*
+	 * rdma_cm finds an iWARP device through GID 0 of its port, and the
+	 * GID cache drops a zero GID: lo's all-zero MAC is replaced by a
+	 * random locally administered address.
+	 */
+	if (netdev->addr_len >= ETH_ALEN &&
+	    !is_zero_ether_addr(netdev->dev_addr))
+		ether_addr_copy(dev->gid, netdev->dev_addr);
+	else
+		eth_random_addr(dev->gid);
+	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->gid);
+
+	ibdev->node_type = RDMA_NODE_RNIC;
+	strscpy(ibdev->node_desc, "ropcie loopback", sizeof(ibdev->node_desc));
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	ibdev->iw_driver_flags = IW_F_NO_PORT_MAP;
+	memcpy(ibdev->iw_ifname, netdev->name, sizeof(ibdev->iw_ifname));
+	ib_set_device_ops(ibdev, &ropcie_dev_ops);
+
+	ret = ib_device_set_netdev(ibdev, netdev, 1);
+	if (ret)
+		goto err_dealloc;
+	dev->netdev = netdev;
+	dev->port_state = netif_running(netdev) && netif_carrier_ok(netdev) ?
+			  IB_PORT_ACTIVE : IB_PORT_DOWN;
+#ifdef ROPCIE_HAVE_NAME_ASSIGNED
+	ib_mark_name_assigned_by_user(ibdev);
+#endif
+	/* Linked before registering: a netdev event may find it at once. */
+	list_add_tail(&dev->list, &ropcie_devices);
+	mutex_unlock(&ropcie_devices_lock);
+
+	ret = ib_register_device(ibdev, name, NULL);
+	if (ret) {
+		mutex_lock(&ropcie_devices_lock);
+		list_del_init(&dev->list);
+		mutex_unlock(&ropcie_devices_lock);
+		ib_dealloc_device(ibdev);
+		return ret;
+	}
+	pr_info("%s: created on %s\n", dev_name(&ibdev->dev), netdev->name);
+	return 0;
+
+err_dealloc:
+	mutex_unlock(&ropcie_devices_lock);
+	ib_dealloc_device(ibdev);
+	return ret;
+}
+
+static struct rdma_link_ops ropcie_link_ops = {
+	.type = "ropcie",
+	.newlink = ropcie_newlink,
+};
+
+static void ropcie_port_event(struct ropcie_dev *dev, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.event = type,
+		.element.port_num = 1,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+static int ropcie_netdev_event(struct notifier_block *nb, unsigned long event,
+			       void *arg)
+{
+	struct net_device *netdev = netdev_notifier_info_to_dev(arg);
+	struct ropcie_dev *dev;
+
+	mutex_lock(&ropcie_devices_lock);
+	dev = ropcie_find_by_netdev(netdev);
+	if (!dev)
+		goto out;
+	switch (event) {
+	case NETDEV_UP:
+	case NETDEV_CHANGE:
+		if (netif_running(netdev) && netif_carrier_ok(netdev)) {
+			dev->port_state = IB_PORT_ACTIVE;
+			ropcie_port_event(dev, IB_EVENT_PORT_ACTIVE);
+		} else if (event == NETDEV_CHANGE) {
+			dev->port_state = IB_PORT_DOWN;
+			ropcie_port_event(dev, IB_EVENT_PORT_ERR);
+		}
+		break;
+	case NETDEV_DOWN:
+		dev->port_state = IB_PORT_DOWN;
+		ropcie_port_event(dev, IB_EVENT_PORT_ERR);
+		break;
+	case NETDEV_CHANGEADDR:
+		ropcie_port_event(dev, IB_EVENT_GID_CHANGE);
+		break;
+	case NETDEV_UNREGISTER:
+		/* Not from here: unregistration takes the RTNL we hold. */
+		ib_unregister_device_queued(&dev->ibdev);
+		break;
+	default:
+		break;
+	}
+out:
+	mutex_unlock(&ropcie_devices_lock);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block ropcie_netdev_nb = {
+	.notifier_call = ropcie_netdev_event,
+};
+
+static int __init ropcie_init(void)
+{
+	int ret;
+
+	ret = register_netdevice_notifier(&ropcie_netdev_nb);
+	if (ret)
+		return ret;
+	rdma_link_register(&ropcie_link_ops);
+	pr_info("loaded (backend %s)\n", ropcie_loopback_ops.name);
+	return 0;
+}
+
+static void __exit ropcie_exit(void)
+{
+	struct ropcie_dev *dev;
+
+	rdma_link_unregister(&ropcie_link_ops);
+	unregister_netdevice_notifier(&ropcie_netdev_nb);
+	/*
+	 * Unregister what is left; live sessions get DEVICE_REMOVAL. An
+	 * unregistration already under way (link delete, netdev removal)
+	 * is waited for by ib_unregister_device().
+	 */
+	for (;;) {
+		mutex_lock(&ropcie_devices_lock);
+		dev = list_first_entry_or_null(&ropcie_devices,
+					       struct ropcie_dev, list);
+		if (dev)
+			get_device(&dev->ibdev.dev);
+		mutex_unlock(&ropcie_devices_lock);
+		if (!dev)
+			break;
+		ib_unregister_device(&dev->ibdev);
+		/* dealloc_driver took it off the list. */
+		put_device(&dev->ibdev.dev);
+	}
+	pr_info("unloaded\n");
+}
+
+module_init(ropcie_init);
+module_exit(ropcie_exit);
+
+MODULE_AUTHOR("krping project");
+MODULE_DESCRIPTION("ropcie: software iWARP-style RDMA provider on a loopback fabric");
+MODULE_LICENSE("Dual BSD/GPL");
+MODULE_ALIAS_RDMA_LINK("ropcie");

@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie queue pairs: creation, the state machine, posting to the send
+ * and receive rings, and the per-QP kthread that consumes the send ring,
+ * runs each work request through the backend and flushes both rings when
+ * the QP is in the error state.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "ropcie.h"
+
+void ropcie_qp_get(struct ropcie_qp *qp)
+{
+	refcount_inc(&qp->ref);
+}
+
+void ropcie_qp_put(struct ropcie_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->freed);
+}
+
+void ropcie_iw_add_ref(struct ib_qp *ibqp)
+{
+	ropcie_qp_get(to_rqp(ibqp));
+}
+
+void ropcie_iw_rem_ref(struct ib_qp *ibqp)
+{
+	ropcie_qp_put(to_rqp(ibqp));
+}
+
+struct ib_qp *ropcie_iw_get_qp(struct ib_device *ibdev, int qpn)
+{
+	struct ropcie_qp *qp = xa_load(&to_rdev(ibdev)->qp_xa, qpn);
+
+	return qp ? &qp->ibqp : NULL;
+}
+
+/* Wake the QP's worker. */
+void ropcie_qp_kick(struct ropcie_qp *qp)
+{
+	atomic_inc(&qp->events);
+	wake_up(&qp->wq);
+}
+
+/* Move to the error state and close the connection; the worker flushes. */
+void ropcie_qp_set_error(struct ropcie_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	qp->state = IB_QPS_ERR;
+	qp->close_req = true;
+	qp->graceful = false;
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	ropcie_qp_kick(qp);
+}
+
+/* Connection established: INIT/RTR -> RTS. False in any other state. */
+bool ropcie_qp_to_rts(struct ropcie_qp *qp)
+{
+	unsigned long flags;
+	bool ok;
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	ok = qp->state == IB_QPS_INIT || qp->state == IB_QPS_RTR ||
+	     qp->state == IB_QPS_RTS;
+	if (ok)
+		qp->state = IB_QPS_RTS;
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	return ok;
+}
+
+static enum ib_wc_opcode ropcie_wc_opcode(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_RDMA_WRITE:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
+		return IB_WC_RDMA_READ;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+static void ropcie_sq_complete(struct ropcie_qp *qp,
+			       const struct ropcie_sqe *sqe, struct ib_wc *wc)
+{
+	/* Unsignaled work completes only when it failed. */
+	if (wc->status == IB_WC_SUCCESS && !qp->sig_all &&
+	    !(sqe->send_flags & IB_SEND_SIGNALED))
+		return;
+	wc->wr_id = sqe->wr_id;
+	wc->opcode = ropcie_wc_opcode(sqe->opcode);
+	wc->qp = &qp->ibqp;
+	ropcie_cq_post(qp->scq, wc, false);
+}
+
+static void ropcie_flush(struct ropcie_qp *qp)
+{
+	struct ropcie_sqe *sqe;
+	struct ropcie_rqe *rqe;
+	unsigned long flags;
+
+	while ((sqe = ropcie_ring_cons_slot(&qp->sq))) {
+		struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
+
+		ropcie_sq_complete(qp, sqe, &wc);
+		ropcie_ring_consume(&qp->sq);
+	}
+	spin_lock_irqsave(&qp->rq_cons_lock, flags);
+	while ((rqe = ropcie_ring_cons_slot(&qp->rq))) {
+		struct ib_wc wc = {
+			.wr_id = rqe->wr_id,
+			.status = IB_WC_WR_FLUSH_ERR,
+			.opcode = IB_WC_RECV,
+			.qp = &qp->ibqp,
+		};
+
+		ropcie_ring_consume(&qp->rq);
+		ropcie_cq_post(qp->rcq, &wc, false);
+	}
+	spin_unlock_irqrestore(&qp->rq_cons_lock, flags);
+}
+
+/* The peer, held, or NULL when not connected. */
+static struct ropcie_qp *ropcie_qp_peer(struct ropcie_qp *qp)
+{
+	struct ropcie_qp *peer;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	peer = qp->peer;
+	if (peer)
+		ropcie_qp_get(peer);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	return peer;
+}
+
+/* Local operations: REG_MR and LOCAL_INV. */
+static enum ib_wc_status ropcie_local_op(struct ropcie_qp *qp,
+					 const struct ropcie_sqe *sqe)
+{
+	struct ropcie_mr *mr = sqe->reg_mr;
+
+	if (sqe->opcode == IB_WR_LOCAL_INV)
+		return ropcie_mr_invalidate(qp->dev, qp->ibqp.pd, sqe->inv_rkey) ?
+		       IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS;
+	/* IB_WR_REG_MR: the key may change its low byte only. */
+	if (!mr || mr->dma || mr->ibmr.pd != qp->ibqp.pd ||
+	    (sqe->reg_key >> 8) != (mr->key >> 8) || READ_ONCE(mr->valid))
+		return IB_WC_MW_BIND_ERR;
+	mr->access = sqe->reg_access;
+	WRITE_ONCE(mr->key, sqe->reg_key);
+	WRITE_ONCE(mr->valid, true);
+	return IB_WC_SUCCESS;
+}
+
+/* Run one SQE. Return: false to try again later (nothing consumed). */
+static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe)
+{
+	struct ib_wc wc = {};
+	struct ropcie_qp *peer;
+
+	if (sqe->opcode == IB_WR_REG_MR || sqe->opcode == IB_WR_LOCAL_INV) {
+		wc.status = ropcie_local_op(qp, sqe);
+	} else {
+		peer = ropcie_qp_peer(qp);
+		if (!peer) {
+			wc.status = IB_WC_WR_FLUSH_ERR;
+		} else {
+			int ret = ropcie_loopback_ops.execute(qp, peer, sqe,
+							      &wc);
+
+			ropcie_qp_put(peer);
+			if (ret == -EAGAIN)
+				return false;
+		}
+	}
+	ropcie_sq_complete(qp, sqe, &wc);
+	ropcie_ring_consume(&qp->sq);
+	if (wc.status != IB_WC_SUCCESS)
+		ropcie_qp_set_error(qp);
+	return true;
+}
+
+/* Consume what can be consumed now. */
+static void ropcie_qp_process(struct ropcie_qp *qp)
+{
+	unsigned int budget = 0;
+
+	for (;;) {
+		enum ib_qp_state state;
+		bool close, graceful;
+		struct ropcie_sqe *sqe;
+		unsigned long flags;
+
+		spin_lock_irqsave(&qp->state_lock, flags);
+		state = qp->state;
+		close = qp->close_req;
+		graceful = qp->graceful;
+		if (state == IB_QPS_ERR)
+			qp->close_req = false;
+		spin_unlock_irqrestore(&qp->state_lock, flags);
+
+		if (state == IB_QPS_ERR) {
+			ropcie_flush(qp);
+			if (close)
+				ropcie_cm_close(qp);
+			return;
+		}
+		if (state != IB_QPS_RTS)
+			return;
+		sqe = ropcie_ring_cons_slot(&qp->sq);
+		if (!sqe) {
+			if (close && graceful)
+				ropcie_qp_set_error(qp);
+			else
+				return;
+			continue;
+		}
+		if (!ropcie_sq_execute(qp, sqe))
+			return;
+		if (++budget % 64 == 0)
+			cond_resched();
+	}
+}
+
+static int ropcie_qp_worker(void *arg)
+{
+	struct ropcie_qp *qp = arg;
+
+	while (!kthread_should_stop()) {
+		int seen = atomic_read(&qp->events);
+
+		ropcie_qp_process(qp);
+		wait_event_interruptible(qp->wq,
+					 atomic_read(&qp->events) != seen ||
+					 kthread_should_stop());
+	}
+	return 0;
+}
+
+int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		     struct ib_udata *udata)
+{
+	struct ropcie_dev *dev = to_rdev(ibqp->device);
+	struct ropcie_qp *qp = to_rqp(ibqp);
+	struct ib_qp_cap *cap = &attr->cap;
+	u32 id;
+	int ret;
+
+	if (udata)
+		return -EOPNOTSUPP;
+	if (attr->qp_type != IB_QPT_RC || attr->srq || attr->create_flags)
+		return -EOPNOTSUPP;
+	if (cap->max_send_wr > ROPCIE_MAX_QP_WR ||
+	    cap->max_recv_wr > ROPCIE_MAX_QP_WR ||
+	    cap->max_send_sge > ROPCIE_MAX_SGE ||
+	    cap->max_recv_sge > ROPCIE_MAX_SGE || cap->max_inline_data)
+		return -EINVAL;
+	if (atomic_inc_return(&dev->num_qp) > ROPCIE_MAX_QP) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+
+	qp->dev = dev;
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->freed);
+	spin_lock_init(&qp->state_lock);
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	spin_lock_init(&qp->rq_cons_lock);
+	init_waitqueue_head(&qp->wq);
+	atomic_set(&qp->events, 0);
+	qp->state = IB_QPS_RESET;
+	qp->scq = to_rcq(attr->send_cq);
+	qp->rcq = to_rcq(attr->recv_cq);
+	qp->sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->max_send_sge = max_t(u32, cap->max_send_sge, 1);
+	qp->max_recv_sge = max_t(u32, cap->max_recv_sge, 1);
+
+	ret = ropcie_ring_init(&qp->sq,
+			       ropcie_ring_size_for(max_t(u32, cap->max_send_wr, 1)),
+			       sizeof(struct ropcie_sqe), GFP_KERNEL);
+	if (ret)
+		goto err_count;
+	ret = ropcie_ring_init(&qp->rq,
+			       ropcie_ring_size_for(max_t(u32, cap->max_recv_wr, 1)),
+			       sizeof(struct ropcie_rqe), GFP_KERNEL);
+	if (ret)
+		goto err_sq;
+	ret = xa_alloc(&dev->qp_xa, &id, qp, XA_LIMIT(2, 0xffffff), GFP_KERNEL);
+	if (ret)
+		goto err_rq;
+	ibqp->qp_num = id;
+
+	qp->task = kthread_create(ropcie_qp_worker, qp, "ropcie-qp%u", id);
+	if (IS_ERR(qp->task)) {
+		ret = PTR_ERR(qp->task);
+		goto err_xa;
+	}
+	wake_up_process(qp->task);
+
+	cap->max_send_wr = ropcie_ring_capacity(&qp->sq);
+	cap->max_recv_wr = ropcie_ring_capacity(&qp->rq);
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_recv_sge = qp->max_recv_sge;
+	return 0;
+
+err_xa:
+	xa_erase(&dev->qp_xa, id);
+err_rq:
+	ropcie_ring_free(&qp->rq);
+err_sq:
+	ropcie_ring_free(&qp->sq);
+err_count:
+	atomic_dec(&dev->num_qp);
+	return ret;
+}
+
+int ropcie_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct ropcie_qp *qp = to_rqp(ibqp);
+	struct ropcie_dev *dev = qp->dev;
+
+	ropcie_qp_set_error(qp);
+	kthread_stop(qp->task);
+	/* The worker may have stopped before it closed the connection. */
+	ropcie_cm_close(qp);
+	xa_erase(&dev->qp_xa, ibqp->qp_num);
+	/* Wait for iw_cm's and the peer's references. */
+	ropcie_qp_put(qp);
+	wait_for_completion(&qp->freed);
+	ropcie_ring_free(&qp->sq);
+	ropcie_ring_free(&qp->rq);
+	atomic_dec(&dev->num_qp);
+	return 0;
+}
+
+int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		     struct ib_udata *udata)
+{
+	struct ropcie_qp *qp = to_rqp(ibqp);
+	enum ib_qp_state cur, new;
+	unsigned long flags;
+	int ret = 0;
+
+	if (udata)
+		return -EOPNOTSUPP;
+	if (!(mask & IB_QP_STATE))
+		return 0;
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	cur = qp->state;
+	new = attr->qp_state;
+	switch (new) {
+	case IB_QPS_RESET:
+		if (cur != IB_QPS_ERR && cur != IB_QPS_RESET &&
+		    cur != IB_QPS_INIT) {
+			ret = -EINVAL;
+			break;
+		}
+		qp->state = IB_QPS_RESET;
+		break;
+	case IB_QPS_INIT:
+		if (cur != IB_QPS_RESET && cur != IB_QPS_INIT)
+			ret = -EINVAL;
+		else
+			qp->state = IB_QPS_INIT;
+		break;
+	case IB_QPS_RTR:
+		if (cur != IB_QPS_INIT && cur != IB_QPS_RTR)
+			ret = -EINVAL;
+		else
+			qp->state = IB_QPS_RTR;
+		break;
+	case IB_QPS_RTS:
+		if (cur != IB_QPS_RTR && cur != IB_QPS_RTS)
+			ret = -EINVAL;
+		else
+			qp->state = IB_QPS_RTS;
+		break;
+	case IB_QPS_SQD:
+		/* iw_cm's graceful disconnect: close once the SQ drained. */
+		if (cur == IB_QPS_RTS) {
+			qp->close_req = true;
+			qp->graceful = true;
+		}
+		break;
+	case IB_QPS_SQE:
+	case IB_QPS_ERR:
+		qp->state = IB_QPS_ERR;
+		qp->close_req = true;
+		qp->graceful = false;
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+
+	if (!ret && new == IB_QPS_RESET) {
+		/* Nothing runs in RESET: start again with empty rings. */
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		qp->sq.tail = qp->sq.head;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		spin_lock_irqsave(&qp->rq_cons_lock, flags);
+		qp->rq.tail = qp->rq.head;
+		spin_unlock_irqrestore(&qp->rq_cons_lock, flags);
+	}
+	ropcie_qp_kick(qp);
+	return ret;
+}
+
+int ropcie_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_qp_init_attr *init)
+{
+	struct ropcie_qp *qp = to_rqp(ibqp);
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = READ_ONCE(qp->state);
+	attr->cur_qp_state = attr->qp_state;
+	attr->path_mtu = IB_MTU_4096;
+	attr->qp_access_flags = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+				IB_ACCESS_REMOTE_READ;
+	attr->cap.max_send_wr = ropcie_ring_capacity(&qp->sq);
+	attr->cap.max_recv_wr = ropcie_ring_capacity(&qp->rq);
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->max_rd_atomic = ROPCIE_MAX_IRD_ORD;
+	attr->max_dest_rd_atomic = ROPCIE_MAX_IRD_ORD;
+	init->qp_type = IB_QPT_RC;
+	init->send_cq = &qp->scq->ibcq;
+	init->recv_cq = &qp->rcq->ibcq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	return 0;
+}
+
+static int ropcie_sqe_fill(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
+			   const struct ib_send_wr *wr)
+{
+	if (wr->num_sge > qp->max_send_sge)
+		return -EINVAL;
+	memset(sqe, 0, offsetof(struct ropcie_sqe, sge));
+	sqe->wr_id = wr->wr_id;
+	sqe->opcode = wr->opcode;
+	sqe->send_flags = wr->send_flags;
+	sqe->num_sge = wr->num_sge;
+	switch (wr->opcode) {
+	case IB_WR_SEND_WITH_INV:
+		sqe->inv_rkey = wr->ex.invalidate_rkey;
+		fallthrough;
+	case IB_WR_SEND:
+		break;
+	case IB_WR_RDMA_READ_WITH_INV:
+		sqe->inv_rkey = wr->ex.invalidate_rkey;
+		fallthrough;
+	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_WRITE:
+		sqe->remote_addr = rdma_wr(wr)->remote_addr;
+		sqe->rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_LOCAL_INV:
+		sqe->inv_rkey = wr->ex.invalidate_rkey;
+		sqe->num_sge = 0;
+		break;
+	case IB_WR_REG_MR:
+		sqe->reg_mr = to_rmr(reg_wr(wr)->mr);
+		sqe->reg_key = reg_wr(wr)->key;
+		sqe->reg_access = reg_wr(wr)->access;
+		sqe->num_sge = 0;
+		break;
+	default:
+		/* No immediate data, atomics or memory windows on iWARP. */
+		return -EINVAL;
+	}
+	memcpy(sqe->sge, wr->sg_list, sqe->num_sge * sizeof(struct ib_sge));
+	return 0;
+}
+
+int ropcie_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr)
+{
+	struct ropcie_qp *qp = to_rqp(ibqp);
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	unsigned long flags;
+	int ret = 0;
+
+	/* The error state takes work only to flush it (ib_drain_sq). */
+	if (state != IB_QPS_RTS && state != IB_QPS_ERR) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	for (; wr; wr = wr->next) {
+		struct ropcie_sqe *sqe = ropcie_ring_prod_slot(&qp->sq);
+
+		if (!sqe) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = ropcie_sqe_fill(qp, sqe, wr);
+		if (ret)
+			break;
+		ropcie_ring_produce(&qp->sq);
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	if (ret)
+		*bad_wr = wr;
+	ropcie_qp_kick(qp);
+	return ret;
+}
+
+int ropcie_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr)
+{
+	struct ropcie_qp *qp = to_rqp(ibqp);
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	unsigned long flags;
+	int ret = 0;
+
+	if (state == IB_QPS_RESET) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	for (; wr; wr = wr->next) {
+		struct ropcie_rqe *rqe = ropcie_ring_prod_slot(&qp->rq);
+
+		if (!rqe) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > qp->max_recv_sge) {
+			ret = -EINVAL;
+			break;
+		}
+		rqe->wr_id = wr->wr_id;
+		rqe->num_sge = wr->num_sge;
+		memcpy(rqe->sge, wr->sg_list, wr->num_sge * sizeof(struct ib_sge));
+		ropcie_ring_produce(&qp->rq);
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	if (ret)
+		*bad_wr = wr;
+
+	if (state == IB_QPS_ERR) {
+		ropcie_qp_kick(qp);	/* flush it (ib_drain_rq) */
+	} else {
+		/* A SEND of the peer may wait for this receive. */
+		spin_lock_irqsave(&ropcie_fabric_lock, flags);
+		if (qp->peer)
+			ropcie_qp_kick(qp->peer);
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	}
+	return ret;
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ropcie: a software iWARP-style verbs provider whose queues are
+ * circular buffers drained by one kthread per QP, on a loopback fabric.
+ */
+#ifndef ROPCIE_H
+#define ROPCIE_H
+
+#include <linux/completion.h>
+#include <linux/etherdevice.h>
+#include <linux/kthread.h>
+#include <linux/list.h>
+#include <linux/netdevice.h>
+#include <linux/refcount.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/iw_cm.h>
+
+#include "ring.h"
+
+#define ROPCIE_MAX_QP		1024
+#define ROPCIE_MAX_QP_WR	4096
+#define ROPCIE_MAX_SGE		6
+#define ROPCIE_MAX_CQ		1024
+#define ROPCIE_MAX_CQE		65535
+#define ROPCIE_MAX_MR		(64 * 1024)
+#define ROPCIE_MAX_PD		1024
+#define ROPCIE_MAX_FR_PAGES	4096
+#define ROPCIE_MAX_MSG		0x80000000U
+#define ROPCIE_MAX_IRD_ORD	128
+
+struct ropcie_dev {
+	struct ib_device ibdev;
+	struct net_device *netdev;	/* held by ib_device_set_netdev() */
+	u8 gid[ETH_ALEN];
+	struct list_head list;		/* ropcie_devices, under its mutex */
+	struct xarray qp_xa;		/* qpn -> qp */
+	struct xarray mr_xa;		/* key >> 8 -> mr */
+	u32 mr_next;			/* allocation cursor of mr_xa */
+	enum ib_port_state port_state;
+	atomic_t num_qp, num_cq, num_mr, num_pd;
+};
+
+struct ropcie_pd {
+	struct ib_pd ibpd;
+};
+
+struct ropcie_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock;		/* producers and poll_cq */
+	struct ropcie_ring ring;	/* of struct ib_wc */
+	u8 notify;			/* armed IB_CQ_SOLICITED/NEXT_COMP */
+	bool overflow;
+};
+
+struct ropcie_mr {
+	struct ib_mr ibmr;
+	refcount_t ref;			/* lookups in flight + 1 */
+	struct completion released;
+	u32 key;			/* current full key (lkey == rkey) */
+	int access;
+	bool dma;			/* get_dma_mr: all of kernel memory */
+	bool valid;			/* fast-reg: registered, not invalidated */
+	u64 *pages;			/* fast-reg page list (kernel VAs) */
+	u32 npages, max_pages;
+	u64 fbo;			/* offset of iova in pages[0] */
+};
+
+/* A send queue entry: a copy of the posted work request. */
+struct ropcie_sqe {
+	u64 wr_id;
+	enum ib_wr_opcode opcode;
+	int send_flags;
+	u32 num_sge;
+	u32 rkey;
+	u32 inv_rkey;			/* SEND/READ_WITH_INV, LOCAL_INV */
+	u64 remote_addr;
+	struct ropcie_mr *reg_mr;	/* IB_WR_REG_MR */
+	u32 reg_key;
+	int reg_access;
+	struct ib_sge sge[ROPCIE_MAX_SGE];
+};
+
+struct ropcie_rqe {
+	u64 wr_id;
+	u32 num_sge;
+	struct ib_sge sge[ROPCIE_MAX_SGE];
+};
+
+struct ropcie_qp {
+	struct ib_qp ibqp;
+	struct ropcie_dev *dev;
+	refcount_t ref;			/* owner + iw_cm + peer + lookups */
+	struct completion freed;
+
+	spinlock_t state_lock;		/* state, close_req, graceful */
+	enum ib_qp_state state;
+	bool close_req;			/* tear the connection down */
+	bool graceful;			/* ... after the SQ drained (SQD) */
+
+	spinlock_t sq_lock;		/* posters of the SQ */
+	spinlock_t rq_lock;		/* posters of the RQ */
+	spinlock_t rq_cons_lock;	/* the peer's worker and the flush */
+	struct ropcie_ring sq;		/* of struct ropcie_sqe */
+	struct ropcie_ring rq;		/* of struct ropcie_rqe */
+	struct ropcie_cq *scq, *rcq;
+	bool sig_all;
+	u32 max_send_sge, max_recv_sge;
+
+	struct task_struct *task;	/* the work consumer */
+	wait_queue_head_t wq;
+	atomic_t events;		/* bumped by every wake-up source */
+
+	/* Under ropcie_fabric_lock: */
+	struct ropcie_qp *peer;
+	struct iw_cm_id *cm_id;
+	struct sockaddr_storage laddr, raddr;
+};
+
+static inline struct ropcie_dev *to_rdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct ropcie_dev, ibdev);
+}
+
+static inline struct ropcie_pd *to_rpd(struct ib_pd *pd)
+{
+	return container_of(pd, struct ropcie_pd, ibpd);
+}
+
+static inline struct ropcie_cq *to_rcq(struct ib_cq *cq)
+{
+	return container_of(cq, struct ropcie_cq, ibcq);
+}
+
+static inline struct ropcie_mr *to_rmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct ropcie_mr, ibmr);
+}
+
+static inline struct ropcie_qp *to_rqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct ropcie_qp, ibqp);
+}
+
+/* Kbuild defines ROPCIE_CQ_ATTR_BUNDLE for kernels from 6.11 on. */
+#ifdef ROPCIE_CQ_ATTR_BUNDLE
+#define ROPCIE_CQ_ATTRS struct uverbs_attr_bundle
+#else
+#define ROPCIE_CQ_ATTRS struct ib_udata
+#endif
+
+/* Serialises QP peers and cm_ids of connections and the listener table. */
+extern spinlock_t ropcie_fabric_lock;
+
+/* verbs.c */
+int ropcie_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+			struct ib_udata *udata);
+int ropcie_query_port(struct ib_device *ibdev, u32 port,
+		      struct ib_port_attr *attr);
+int ropcie_query_gid(struct ib_device *ibdev, u32 port, int idx,
+		     union ib_gid *gid);
+int ropcie_get_port_immutable(struct ib_device *ibdev, u32 port,
+			      struct ib_port_immutable *immutable);
+int ropcie_alloc_pd(struct ib_pd *pd, struct ib_udata *udata);
+int ropcie_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata);
+
+/* cq.c */
+int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		     ROPCIE_CQ_ATTRS *attrs);
+int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int ropcie_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
+		   bool solicited);
+
+/* mr.c */
+struct ib_mr *ropcie_get_dma_mr(struct ib_pd *pd, int access);
+struct ib_mr *ropcie_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
+				 u64 virt, int access, struct ib_udata *udata);
+struct ib_mr *ropcie_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
+			      u32 max_num_sg);
+int ropcie_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
+		     unsigned int *sg_offset);
+int ropcie_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ropcie_mr *ropcie_mr_get(struct ropcie_dev *dev, u32 key);
+void ropcie_mr_put(struct ropcie_mr *mr);
+bool ropcie_mr_covers(const struct ropcie_mr *mr, u64 addr, u64 len);
+void *ropcie_mr_va(const struct ropcie_mr *mr, u64 addr, u64 *contig);
+int ropcie_mr_invalidate(struct ropcie_dev *dev, struct ib_pd *pd, u32 key);
+
+/* qp.c */
+int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		     struct ib_udata *udata);
+int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		     struct ib_udata *udata);
+int ropcie_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_qp_init_attr *init);
+int ropcie_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int ropcie_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr);
+int ropcie_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr);
+void ropcie_qp_get(struct ropcie_qp *qp);
+void ropcie_qp_put(struct ropcie_qp *qp);
+void ropcie_qp_kick(struct ropcie_qp *qp);
+void ropcie_qp_set_error(struct ropcie_qp *qp);
+bool ropcie_qp_to_rts(struct ropcie_qp *qp);
+void ropcie_iw_add_ref(struct ib_qp *ibqp);
+void ropcie_iw_rem_ref(struct ib_qp *ibqp);
+struct ib_qp *ropcie_iw_get_qp(struct ib_device *ibdev, int qpn);
+
+/* loopback.c: the transport of one work request */
+struct ropcie_backend_ops {
+	const char *name;
+	/*
+	 * Execute @sqe of @qp against @peer: set wc->status (and byte_len)
+	 * and return 0, or return -EAGAIN to be called again later (a SEND
+	 * that finds no receive posted yet).
+	 */
+	int (*execute)(struct ropcie_qp *qp, struct ropcie_qp *peer,
+		       const struct ropcie_sqe *sqe, struct ib_wc *wc);
+};
+
+extern const struct ropcie_backend_ops ropcie_loopback_ops;
+
+/* cm.c */
+int ropcie_iw_connect(struct iw_cm_id *cm_id,
+		      struct iw_cm_conn_param *param);
+int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param);
+int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len);
+int ropcie_iw_create_listen(struct iw_cm_id *cm_id, int backlog);
+int ropcie_iw_destroy_listen(struct iw_cm_id *cm_id);
+void ropcie_cm_close(struct ropcie_qp *qp);
+void ropcie_cm_remove_device(struct ropcie_dev *dev);
+
+#endif /* ROPCIE_H */

@@ -1,0 +1,246 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""krping over ropcie, the software iWARP-style provider (ropcie.ko).
+
+The test bed loads ropcie.ko (scripts/testbed/vm-run, env ROPCIE_KO) but
+creates no device: these tests put ropcie0 on a dummy netdev rp0 with
+10.77.0.1/24 and run krping sessions against that address, so rdma_cm
+picks ropcie0 by source address. (127.0.0.1 would not do: rdma_cm binds
+loopback addresses to the first active RDMA device, which is rxe0 here.)
+
+Every test and memory mode of krping that iWARP allows runs with
+validation and exact counters; link delete, netdev removal and rmmod
+under a live session must end it failed, with the kernel log clean.
+Skipped, with the reason printed, when ropcie is not loaded.
+"""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from lib import krping
+from lib.krping import run_pair, ping_stats
+
+ROPCIE_DEV = "ropcie0"
+NETDEV = "rp0"
+ADDR = "10.77.0.1"
+SIZES = [1, 64, 4096, 65536, 1048576]
+
+
+def sh(*cmd, check=True):
+    cp = subprocess.run(list(cmd), capture_output=True, text=True,
+                        timeout=krping.SHORT_TIMEOUT)
+    if check and cp.returncode:
+        raise krping.KrpingError(f"{' '.join(cmd)}: exit {cp.returncode}: "
+                                 f"{cp.stdout.strip()} {cp.stderr.strip()}")
+    return cp
+
+
+def link_exists(name=ROPCIE_DEV):
+    return os.path.exists(f"/sys/class/infiniband/{name}")
+
+
+def port_active(name=ROPCIE_DEV):
+    try:
+        with open(f"/sys/class/infiniband/{name}/ports/1/state") as f:
+            return "ACTIVE" in f.read()
+    except OSError:
+        return False
+
+
+def ensure_setup():
+    """rp0 up with ADDR, ropcie0 on it and ACTIVE (idempotent)."""
+    if not os.path.exists(f"/sys/class/net/{NETDEV}"):
+        sh("modprobe", "dummy", "numdummies=0")
+        sh("ip", "link", "add", NETDEV, "type", "dummy")
+        sh("ip", "addr", "add", f"{ADDR}/24", "dev", NETDEV)
+        sh("ip", "link", "set", NETDEV, "up")
+    if not link_exists():
+        sh("rdma", "link", "add", ROPCIE_DEV, "type", "ropcie",
+           "netdev", NETDEV)
+    krping.wait_for(port_active, timeout=10, what=f"{ROPCIE_DEV} ACTIVE")
+
+
+def teardown_setup():
+    if link_exists():
+        sh("rdma", "link", "delete", ROPCIE_DEV, check=False)
+    if os.path.exists(f"/sys/class/net/{NETDEV}"):
+        sh("ip", "link", "del", NETDEV, check=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ropcie_env():
+    if not krping.module_loaded("ropcie"):
+        reason = "ropcie not loaded (build ropcie.ko; vm-run loads it)"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason, allow_module_level=True)
+    ensure_setup()
+    yield
+    teardown_setup()
+
+
+@pytest.fixture(autouse=True)
+def ropcie_ready(ropcie_env):
+    # A test that removed the device or the module leaves it to us.
+    if not krping.module_loaded("ropcie"):
+        pytest.skip("ropcie was unloaded by an earlier test")
+    ensure_setup()
+
+
+def ro_pair(pool, count, size, **kw):
+    return pool.pair(count=count, size=size, addr=ADDR, validate=1, **kw)
+
+
+def check_run(srv, cli, count, size, sstate, cstate):
+    assert (sstate, cstate) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    assert srv.error == 0 and cli.error == 0
+    assert srv.device == ROPCIE_DEV, srv.describe()
+    assert cli.device == ROPCIE_DEV, cli.describe()
+    assert cli.stats() == ping_stats("client", count, size), cli.describe()
+    assert srv.stats() == ping_stats("server", count, size), srv.describe()
+
+
+def ping(pool, count, size, **kw):
+    srv, cli = ro_pair(pool, count, size, **kw)
+    check_run(srv, cli, count, size, *run_pair(srv, cli))
+    return srv, cli
+
+
+def count_for(size):
+    return 10 if size <= 65536 else 5
+
+
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+@pytest.mark.parametrize("size", SIZES)
+def test_ropcie_ping(pool, size, mem_mode):
+    ping(pool, count_for(size), size, mem_mode=mem_mode)
+
+
+@pytest.mark.parametrize("size", [64, 65536, 1048576])
+def test_ropcie_server_inv(pool, size):
+    ping(pool, count_for(size), size, server_inv=1)
+
+
+@pytest.mark.parametrize("size", [64, 65536, 1048576])
+def test_ropcie_read_inv(pool, size):
+    """iWARP has RDMA READ with invalidate: ropcie supports it."""
+    ping(pool, count_for(size), size, read_inv=1)
+
+
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+@pytest.mark.parametrize("size", [64, 65536])
+def test_ropcie_local_dma_lkey(pool, size, mem_mode):
+    ping(pool, count_for(size), size, local_dma_lkey=1, mem_mode=mem_mode)
+
+
+@pytest.mark.parametrize("extra", [
+    dict(poll=1),
+    dict(txdepth=4),
+    dict(server_inv=1, read_inv=1, local_dma_lkey=1),
+    dict(server_inv=1, local_dma_lkey=1, poll=1),
+], ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+def test_ropcie_variants(pool, extra):
+    ping(pool, 10, 64, **extra)
+
+
+def test_ropcie_max_size(pool):
+    ping(pool, 2, 4194304)
+
+
+def test_ropcie_four_pairs_at_once(pool):
+    pairs = [ro_pair(pool, 20, size) for size in (1, 64, 4096, 65536)]
+    for srv, _ in pairs:
+        srv.start()
+    for srv, _ in pairs:
+        srv.expect_state("listening")
+    for _, cli in pairs:
+        cli.start()
+    for (srv, cli), size in zip(pairs, (1, 64, 4096, 65536)):
+        check_run(srv, cli, 20, size, srv.wait_end(), cli.wait_end())
+
+
+def test_ropcie_refused_without_listener(pool):
+    cli = pool.session("c", role="client", addr=ADDR,
+                       port=krping.next_port(), count=1)
+    cli.start()
+    assert cli.wait_end() == "failed"
+    assert cli.error < 0, cli.describe()
+
+
+def live_pair(pool):
+    """A count=0 pair that is running over ropcie0."""
+    srv, cli = ro_pair(pool, 0, 4096)
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    cli.expect_state("running")
+    srv.expect_state("running")
+    krping.wait_for(lambda: cli.stat("iterations") >= 2,
+                    what="2 iterations on the client")
+    assert cli.device == ROPCIE_DEV and srv.device == ROPCIE_DEV
+    return srv, cli
+
+
+def expect_failed(*sessions):
+    """Ended failed with a negative errno and consistent counters. The
+    iteration counter may trail the last go-ahead SEND by one when the
+    device goes away between its completion and the count."""
+    for s in sessions:
+        assert s.wait_end() == "failed", s.describe()
+        assert s.error < 0, s.describe()
+        st = s.stats()
+        n = st["iterations"]
+        for kind, unit in (("send", krping.ADV_BYTES),
+                           ("recv", krping.ADV_BYTES),
+                           ("read", 4096), ("write", 4096)):
+            assert st[f"{kind}_bytes"] == unit * st[f"{kind}_msgs"], \
+                s.describe()
+        assert 2 * n <= st["send_msgs"] <= 2 * n + 2, s.describe()
+        assert 2 * n <= st["recv_msgs"] <= 2 * n + 2, s.describe()
+
+
+def test_ropcie_link_delete_under_load(pool):
+    srv, cli = live_pair(pool)
+    t0 = time.monotonic()
+    sh("rdma", "link", "delete", ROPCIE_DEV)
+    assert not link_exists()
+    expect_failed(srv, cli)
+    print(f"link delete ended the sessions in {time.monotonic() - t0:.2f}s")
+
+
+def test_ropcie_netdev_removal_under_load(pool):
+    srv, cli = live_pair(pool)
+    sh("ip", "link", "del", NETDEV)
+    expect_failed(srv, cli)
+    krping.wait_for(lambda: not link_exists(), timeout=30,
+                    what=f"{ROPCIE_DEV} gone with {NETDEV}")
+
+
+def test_ropcie_peer_rmdir_under_load(pool):
+    srv, cli = live_pair(pool)
+    cli.remove()
+    end = srv.wait_end()
+    assert end in ("done", "failed"), srv.describe()
+
+
+def test_ropcie_link_add_twice_refused():
+    cp = sh("rdma", "link", "add", "ropcie9", "type", "ropcie",
+            "netdev", NETDEV, check=False)
+    assert cp.returncode != 0
+    assert not link_exists("ropcie9")
+
+
+@pytest.mark.destructive
+def test_ropcie_rmmod_under_load(pool):
+    ko = os.environ.get("ROPCIE_KO")
+    if not ko:
+        pytest.skip("ROPCIE_KO not set: could not load ropcie again")
+    srv, cli = live_pair(pool)
+    assert krping.delete_module("ropcie") == 0
+    assert not krping.module_loaded("ropcie")
+    expect_failed(srv, cli)
+    sh("insmod", ko)
+    ensure_setup()
+    ping(pool, 3, 64)
