@@ -39,22 +39,29 @@ def test_attribute_files(pool):
     s = pool.session("d")
     assert sorted(os.listdir(s.cfg)) == sorted(krping.ALL_ATTRS)
     assert sorted(os.listdir(s.sys)) == sorted(["state", "error", "device",
-                                                "stats"])
+                                                "reset", "stats", "latency",
+                                                "bandwidth"])
     assert sorted(os.listdir(s.sys / "stats")) == sorted(krping.STATS)
+    assert sorted(os.listdir(s.sys / "latency")) == sorted(krping.LATENCY)
+    assert sorted(os.listdir(s.sys / "bandwidth")) == sorted(krping.BANDWIDTH)
 
 
 def test_no_attribute_is_world_or_group_writable(pool):
     s = pool.session("d")
     paths = [s.cfg / a for a in krping.ALL_ATTRS]
-    paths += [s.sys / f for f in ("state", "error", "device")]
+    paths += [s.sys / f for f in ("state", "error", "device", "reset")]
     paths += [s.sys / "stats" / f for f in krping.STATS]
+    paths += [s.sys / "latency" / f for f in krping.LATENCY]
+    paths += [s.sys / "bandwidth" / f for f in krping.BANDWIDTH]
     bad = [f"{p} {stat.filemode(p.stat().st_mode)}" for p in paths
            if p.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH)]
     assert not bad
-    # The results are read-only, for root too.
-    ro = [p for p in paths if str(p).startswith(str(krping.SYSFS))]
+    # The results are read-only, for root too; "reset" is write-only.
+    ro = [p for p in paths
+          if str(p).startswith(str(krping.SYSFS)) and p.name != "reset"]
     writable = [str(p) for p in ro if p.stat().st_mode & stat.S_IWUSR]
     assert not writable
+    assert stat.S_IMODE((s.sys / "reset").stat().st_mode) == 0o200
 
 
 def test_sysfs_files_refuse_writes(pool):
