@@ -6,7 +6,8 @@
 #   $KRPING_CACHE/build/<release>/
 # and publish it as $KRPING_CACHE/ko/<release>/rdma_krping.ko (the default
 # module of vm-run; removed when the build fails, so no test runs a stale
-# module), and the ropcie provider next to it as ropcie.ko. Builds from a fresh copy of the project sources (out-of-tree kbuild writes its
+# module), and the ropcie provider next to it as ropcie.ko (and its
+# negative test module ropcie_test.ko). Builds from a fresh copy of the project sources (out-of-tree kbuild writes its
 # objects next to the sources, so each kernel needs its own copy; a clean
 # copy every time also means warnings are never hidden by a stale object).
 # A kernel passes only if make succeeds and prints no "warning:" (compiler
@@ -57,23 +58,26 @@ for want in "$@"; do
 	copy_sources "$dir"
 	rc=0
 	make -C "/usr/src/linux-headers-$kver" M="$dir" CONFIG_RDMA_KRPING=m \
-		CONFIG_ROPCIE=m W=1 -j"$(nproc)" modules >"$log" 2>&1 || rc=$?
+		CONFIG_ROPCIE=m CONFIG_ROPCIE_TEST=m \
+		W=1 -j"$(nproc)" modules >"$log" 2>&1 || rc=$?
 	warnings=$(grep -i 'warning:' "$log" | grep -vF "$NOT_A_WARNING" || true)
 	secs=$(tb_elapsed "$start")
 	if ((rc == 0)) && [[ -z $warnings ]] && [[ -f $dir/rdma_krping.ko ]]; then
 		# Atomic for a VM that is about to copy it.
 		cp "$dir/rdma_krping.ko" "$pub.tmp.$$"
 		mv -f "$pub.tmp.$$" "$pub"
-		# The ropcie provider, when the tree has it (vm-run loads it).
-		if [[ -f $dir/ropcie.ko ]]; then
-			cp "$dir/ropcie.ko" "${pub%/*}/ropcie.ko.tmp.$$"
-			mv -f "${pub%/*}/ropcie.ko.tmp.$$" "${pub%/*}/ropcie.ko"
-		fi
+		# The ropcie provider and its test module, when the tree has
+		# them (vm-run loads ropcie.ko; the selftests load the other).
+		for m in ropcie ropcie_test; do
+			[[ -f $dir/$m.ko ]] || continue
+			cp "$dir/$m.ko" "${pub%/*}/$m.ko.tmp.$$"
+			mv -f "${pub%/*}/$m.ko.tmp.$$" "${pub%/*}/$m.ko"
+		done
 		out+="ok $n build $kver W=1"$'\n'
 		tb_log "$kver: ok in ${secs}s -> $pub"
 	else
 		failed=1
-		rm -f "$pub" "${pub%/*}/ropcie.ko"
+		rm -f "$pub" "${pub%/*}/ropcie.ko" "${pub%/*}/ropcie_test.ko"
 		out+="not ok $n build $kver W=1"$'\n'
 		why="make exit $rc"
 		[[ -n $warnings ]] && why+=", $(grep -c . <<<"$warnings") warning(s)"

@@ -1,0 +1,672 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie_test: negative verbs tests of a ropcie device, built for the test
+ * bed only. Loading it with addr=<IPv4 of the ropcie netdev> connects QP
+ * pairs through rdma_cm and checks that every bad request fails the way
+ * the verbs say and leaves memory alone: bad rkey, wrong PD, out-of-bounds
+ * READ and WRITE, missing access rights, posting in the wrong QP state, CQ
+ * overflow. The results are one line per case in the read-only parameter
+ * /sys/module/ropcie_test/parameters/results ("ok NAME" or
+ * "not ok NAME: why").
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/gfp.h>
+#include <linux/inet.h>
+#include <linux/module.h>
+#include <linux/scatterlist.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+static char addr[16] = "10.77.0.1";
+module_param_string(addr, addr, sizeof(addr), 0444);
+MODULE_PARM_DESC(addr, "IPv4 address of the ropcie device's netdev");
+
+static int port = 19999;
+module_param(port, int, 0444);
+MODULE_PARM_DESC(port, "TCP-style port of the test listener");
+
+static char results[4096];
+module_param_string(results, results, sizeof(results), 0444);
+MODULE_PARM_DESC(results, "one line per test case (read only)");
+
+#define RT_TIMEOUT	(5 * HZ)
+#define RT_GUARD	0x5a
+#define RT_DATA		0xc3
+
+struct rt_pair {
+	struct rdma_cm_id *cli, *srv;
+	struct ib_pd *cpd, *spd;
+	struct ib_cq *ccq, *scq;
+	struct completion addr_done, route_done, req, est;
+	int cm_err;
+};
+
+static struct rdma_cm_id *rt_listen;
+static struct rt_pair *rt_cur;	/* the pair being connected */
+static int rt_failed, rt_run;
+
+static void rt_result(const char *name, int err, const char *why)
+{
+	size_t len = strlen(results);
+
+	rt_run++;
+	if (err)
+		rt_failed++;
+	if (err)
+		snprintf(results + len, sizeof(results) - len, "not ok %s: %s\n",
+			 name, why);
+	else
+		snprintf(results + len, sizeof(results) - len, "ok %s\n", name);
+	pr_info("%s %s%s%s\n", err ? "not ok" : "ok", name, err ? ": " : "",
+		err ? why : "");
+}
+
+static int rt_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rt_pair *p = READ_ONCE(rt_cur);
+
+	if (!p)
+		return 0;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		complete(&p->addr_done);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		complete(&p->route_done);
+		break;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		p->srv = id;
+		complete(&p->req);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (id == p->cli)
+			complete(&p->est);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		p->cm_err = ev->status ? ev->status : -EIO;
+		complete(&p->addr_done);
+		complete(&p->route_done);
+		complete(&p->est);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int rt_wait(struct rt_pair *p, struct completion *c)
+{
+	if (!wait_for_completion_timeout(c, RT_TIMEOUT))
+		return -ETIMEDOUT;
+	return p->cm_err;
+}
+
+static int rt_make_qp(struct rdma_cm_id *id, struct ib_pd *pd,
+		      struct ib_cq *cq)
+{
+	struct ib_qp_init_attr attr = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = {
+			.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 2,
+			.max_recv_sge = 2,
+		},
+	};
+
+	return rdma_create_qp(id, pd, &attr);
+}
+
+static void rt_pair_destroy(struct rt_pair *p)
+{
+	if (p->cli && p->cli->qp)
+		rdma_disconnect(p->cli);
+	/* No drain: every completion the cases wanted was polled. */
+	if (p->srv && p->srv->qp)
+		rdma_destroy_qp(p->srv);
+	if (p->cli && p->cli->qp)
+		rdma_destroy_qp(p->cli);
+	WRITE_ONCE(rt_cur, NULL);
+	if (p->srv)
+		rdma_destroy_id(p->srv);
+	if (p->cli)
+		rdma_destroy_id(p->cli);
+	if (p->scq)
+		ib_free_cq(p->scq);
+	if (p->ccq)
+		ib_free_cq(p->ccq);
+	if (p->spd)
+		ib_dealloc_pd(p->spd);
+	if (p->cpd)
+		ib_dealloc_pd(p->cpd);
+	kfree(p);
+}
+
+/* A connected client/server QP pair on the ropcie device. */
+static struct rt_pair *rt_pair_create(void)
+{
+	struct rdma_conn_param param = {
+		.initiator_depth = 1,
+		.responder_resources = 1,
+	};
+	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct ib_device *dev;
+	struct rt_pair *p;
+	int ret;
+
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return ERR_PTR(-ENOMEM);
+	init_completion(&p->addr_done);
+	init_completion(&p->route_done);
+	init_completion(&p->req);
+	init_completion(&p->est);
+	WRITE_ONCE(rt_cur, p);
+
+	dst.sin_addr.s_addr = in_aton(addr);
+	dst.sin_port = htons(port);
+	p->cli = rdma_create_id(&init_net, rt_cm_handler, NULL, RDMA_PS_TCP,
+				IB_QPT_RC);
+	if (IS_ERR(p->cli)) {
+		ret = PTR_ERR(p->cli);
+		p->cli = NULL;
+		goto err;
+	}
+	ret = rdma_resolve_addr(p->cli, NULL, (struct sockaddr *)&dst, 2000);
+	if (!ret)
+		ret = rt_wait(p, &p->addr_done);
+	if (!ret)
+		ret = rdma_resolve_route(p->cli, 2000);
+	if (!ret)
+		ret = rt_wait(p, &p->route_done);
+	if (ret)
+		goto err;
+	dev = p->cli->device;
+	if (strncmp(dev_name(&dev->dev), "ropcie", 6)) {
+		pr_err("%s resolves to %s, not a ropcie device\n", addr,
+		       dev_name(&dev->dev));
+		ret = -ENODEV;
+		goto err;
+	}
+	p->cpd = ib_alloc_pd(dev, 0);
+	p->spd = ib_alloc_pd(dev, 0);
+	p->ccq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
+	p->scq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
+	if (IS_ERR(p->cpd) || IS_ERR(p->spd) || IS_ERR(p->ccq) ||
+	    IS_ERR(p->scq)) {
+		ret = -ENOMEM;
+		if (IS_ERR(p->cpd))
+			p->cpd = NULL;
+		if (IS_ERR(p->spd))
+			p->spd = NULL;
+		if (IS_ERR(p->ccq))
+			p->ccq = NULL;
+		if (IS_ERR(p->scq))
+			p->scq = NULL;
+		goto err;
+	}
+	ret = rt_make_qp(p->cli, p->cpd, p->ccq);
+	if (!ret)
+		ret = rdma_connect(p->cli, &param);
+	if (!ret)
+		ret = rt_wait(p, &p->req);
+	if (!ret)
+		ret = rt_make_qp(p->srv, p->spd, p->scq);
+	if (!ret)
+		ret = rdma_accept(p->srv, &param);
+	if (!ret)
+		ret = rt_wait(p, &p->est);
+	if (ret)
+		goto err;
+	return p;
+err:
+	rt_pair_destroy(p);
+	return ERR_PTR(ret);
+}
+
+/* Poll one completion of @cq, bounded. */
+static int rt_poll(struct ib_cq *cq, struct ib_wc *wc)
+{
+	unsigned long end = jiffies + RT_TIMEOUT;
+
+	while (time_before(jiffies, end)) {
+		if (ib_poll_cq(cq, 1, wc) == 1)
+			return 0;
+		usleep_range(200, 1000);
+	}
+	return -ETIMEDOUT;
+}
+
+/* Register the first page of @buf on the server with @access. */
+static struct ib_mr *rt_reg(struct rt_pair *p, void *buf, int access,
+			    struct scatterlist *sg)
+{
+	struct ib_device *dev = p->srv->device;
+	struct ib_reg_wr reg = {};
+	struct ib_wc wc;
+	struct ib_mr *mr;
+	int ret;
+
+	sg_init_one(sg, buf, PAGE_SIZE);
+	if (ib_dma_map_sg(dev, sg, 1, DMA_BIDIRECTIONAL) != 1)
+		return ERR_PTR(-EIO);
+	mr = ib_alloc_mr(p->spd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(mr))
+		goto unmap;
+	ret = ib_map_mr_sg(mr, sg, 1, NULL, PAGE_SIZE);
+	if (ret != 1) {
+		ib_dereg_mr(mr);
+		mr = ERR_PTR(-EIO);
+		goto unmap;
+	}
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.wr.send_flags = IB_SEND_SIGNALED;
+	reg.wr.wr_id = 1;
+	reg.mr = mr;
+	reg.key = mr->rkey;
+	reg.access = access;
+	ret = ib_post_send(p->srv->qp, &reg.wr, NULL);
+	if (!ret)
+		ret = rt_poll(p->scq, &wc);
+	if (!ret && wc.status != IB_WC_SUCCESS)
+		ret = -EIO;
+	if (ret) {
+		ib_dereg_mr(mr);
+		mr = ERR_PTR(ret);
+		goto unmap;
+	}
+	return mr;
+unmap:
+	ib_dma_unmap_sg(dev, sg, 1, DMA_BIDIRECTIONAL);
+	return mr;
+}
+
+/* Post one RDMA op from the client and return its completion status. */
+static int rt_rdma(struct rt_pair *p, enum ib_wr_opcode op, void *local,
+		   u32 len, u64 raddr, u32 rkey, enum ib_wc_status *status)
+{
+	struct ib_device *dev = p->cli->device;
+	struct ib_sge sge = {
+		.addr = ib_dma_map_single(dev, local, len, DMA_BIDIRECTIONAL),
+		.length = len,
+		.lkey = p->cpd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_id = 2,
+			.opcode = op,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = raddr,
+		.rkey = rkey,
+	};
+	struct ib_wc wc;
+	int ret;
+
+	ret = ib_post_send(p->cli->qp, &wr.wr, NULL);
+	if (!ret)
+		ret = rt_poll(p->ccq, &wc);
+	ib_dma_unmap_single(dev, sge.addr, len, DMA_BIDIRECTIONAL);
+	if (!ret)
+		*status = wc.status;
+	return ret;
+}
+
+static bool rt_all(const u8 *buf, size_t len, u8 v)
+{
+	return !memchr_inv(buf, v, len);
+}
+
+enum rt_kind { RT_OK, RT_BAD_RKEY, RT_BAD_KEYBYTE, RT_WRONG_PD, RT_OOB_WRITE,
+	       RT_OOB_READ, RT_NO_WRITE, RT_NO_READ };
+
+static const char * const rt_names[] = {
+	[RT_OK] = "valid_write_and_read",
+	[RT_BAD_RKEY] = "bad_rkey_write",
+	[RT_BAD_KEYBYTE] = "stale_key_byte_read",
+	[RT_WRONG_PD] = "wrong_pd_write",
+	[RT_OOB_WRITE] = "out_of_bounds_write",
+	[RT_OOB_READ] = "out_of_bounds_read",
+	[RT_NO_WRITE] = "write_without_remote_write",
+	[RT_NO_READ] = "read_without_remote_read",
+};
+
+/*
+ * One remote access case on a fresh connection. The server's two pages
+ * hold RT_GUARD; only the first is registered. The client's buffer holds
+ * RT_DATA. A refused access must leave both exactly as they were.
+ */
+static void rt_remote_case(enum rt_kind kind)
+{
+	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+		     IB_ACCESS_REMOTE_READ;
+	enum ib_wc_status st = IB_WC_GENERAL_ERR, want = IB_WC_REM_ACCESS_ERR;
+	enum ib_wr_opcode op = IB_WR_RDMA_WRITE;
+	const char *name = rt_names[kind];
+	struct ib_pd *other_pd = NULL;
+	struct scatterlist sg;
+	u8 *sbuf, *cbuf = NULL;
+	struct rt_pair *p;
+	struct ib_mr *mr;
+	char why[96];
+	u64 raddr;
+	u32 rkey, len = 64;
+	int ret;
+
+	if (kind == RT_NO_WRITE)
+		access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ;
+	if (kind == RT_NO_READ)
+		access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+
+	sbuf = (u8 *)__get_free_pages(GFP_KERNEL, 1);
+	cbuf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!sbuf || !cbuf) {
+		rt_result(name, -ENOMEM, "no memory");
+		goto out_mem;
+	}
+	memset(sbuf, RT_GUARD, 2 * PAGE_SIZE);
+	memset(cbuf, RT_DATA, PAGE_SIZE);
+
+	p = rt_pair_create();
+	if (IS_ERR(p)) {
+		snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
+		rt_result(name, 1, why);
+		goto out_mem;
+	}
+	mr = rt_reg(p, sbuf, access, &sg);
+	if (IS_ERR(mr)) {
+		snprintf(why, sizeof(why), "REG_MR failed: %ld", PTR_ERR(mr));
+		rt_result(name, 1, why);
+		goto out_pair;
+	}
+	raddr = mr->iova;
+	rkey = mr->rkey;
+
+	switch (kind) {
+	case RT_OK:
+		want = IB_WC_SUCCESS;
+		break;
+	case RT_BAD_RKEY:
+		rkey += 0x100;		/* another MR index */
+		break;
+	case RT_BAD_KEYBYTE:
+		rkey ^= 0x01;		/* right MR, stale key byte */
+		op = IB_WR_RDMA_READ;
+		break;
+	case RT_WRONG_PD:
+		/* A valid rkey of another PD on the same device. */
+		other_pd = ib_alloc_pd(p->srv->device,
+				       IB_PD_UNSAFE_GLOBAL_RKEY);
+		if (IS_ERR(other_pd)) {
+			rt_result(name, 1, "ib_alloc_pd failed");
+			other_pd = NULL;
+			goto out_mr;
+		}
+		rkey = other_pd->unsafe_global_rkey;
+		raddr = (u64)(uintptr_t)sbuf;
+		break;
+	case RT_OOB_WRITE:
+		raddr += PAGE_SIZE - 8;	/* 8 bytes in, 8 beyond */
+		len = 16;
+		break;
+	case RT_OOB_READ:
+		raddr -= 8;		/* 8 bytes before the region */
+		len = 16;
+		op = IB_WR_RDMA_READ;
+		break;
+	case RT_NO_WRITE:
+		break;
+	case RT_NO_READ:
+		op = IB_WR_RDMA_READ;
+		break;
+	}
+
+	ret = rt_rdma(p, op, cbuf, len, raddr, rkey, &st);
+	if (ret) {
+		snprintf(why, sizeof(why), "post/poll failed: %d", ret);
+		rt_result(name, 1, why);
+	} else if (st != want) {
+		snprintf(why, sizeof(why), "status %s, expected %s",
+			 ib_wc_status_msg(st), ib_wc_status_msg(want));
+		rt_result(name, 1, why);
+	} else if (kind == RT_OK) {
+		/* The write landed, nothing beyond it; read it back. */
+		if (!rt_all(sbuf, len, RT_DATA) ||
+		    !rt_all(sbuf + len, 2 * PAGE_SIZE - len, RT_GUARD)) {
+			rt_result(name, 1, "WRITE data wrong");
+		} else {
+			memset(cbuf, 0, PAGE_SIZE);
+			ret = rt_rdma(p, IB_WR_RDMA_READ, cbuf, len, raddr,
+				      rkey, &st);
+			if (ret || st != IB_WC_SUCCESS ||
+			    !rt_all(cbuf, len, RT_DATA) ||
+			    !rt_all(cbuf + len, PAGE_SIZE - len, 0))
+				rt_result(name, 1, "READ back failed");
+			else
+				rt_result(name, 0, NULL);
+		}
+	} else if (!rt_all(sbuf, 2 * PAGE_SIZE, RT_GUARD)) {
+		rt_result(name, 1, "target memory was modified");
+	} else if (!rt_all(cbuf, PAGE_SIZE, RT_DATA)) {
+		rt_result(name, 1, "local sink was modified");
+	} else {
+		rt_result(name, 0, NULL);
+	}
+
+	if (other_pd)
+		ib_dealloc_pd(other_pd);
+out_mr:
+	if (!IS_ERR(mr)) {
+		ib_dereg_mr(mr);
+		ib_dma_unmap_sg(p->srv->device, &sg, 1, DMA_BIDIRECTIONAL);
+	}
+out_pair:
+	rt_pair_destroy(p);
+out_mem:
+	kfree(cbuf);
+	if (sbuf)
+		free_pages((unsigned long)sbuf, 1);
+}
+
+/* Posting to a QP that is not connected: RESET and INIT refuse work. */
+static void rt_wrong_state(void)
+{
+	struct ib_qp_init_attr attr = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_INIT };
+	struct ib_send_wr swr = { .opcode = IB_WR_SEND };
+	struct ib_recv_wr rwr = {};
+	const struct ib_send_wr *bad_s;
+	const struct ib_recv_wr *bad_r;
+	struct ib_pd *pd = NULL;
+	struct ib_cq *cq = NULL;
+	struct ib_qp *qp = NULL;
+	struct rt_pair *p;
+	int s_reset, r_reset, s_init;
+	char why[96];
+
+	/* Only for the device: make a pair, keep nothing of it. */
+	p = rt_pair_create();
+	if (IS_ERR(p)) {
+		rt_result("post_in_wrong_state", 1, "no device");
+		return;
+	}
+	pd = ib_alloc_pd(p->cli->device, 0);
+	cq = ib_alloc_cq(p->cli->device, NULL, 8, 0, IB_POLL_DIRECT);
+	if (IS_ERR(pd) || IS_ERR(cq)) {
+		rt_result("post_in_wrong_state", 1, "no PD/CQ");
+		goto out;
+	}
+	attr.send_cq = cq;
+	attr.recv_cq = cq;
+	qp = ib_create_qp(pd, &attr);
+	if (IS_ERR(qp)) {
+		rt_result("post_in_wrong_state", 1, "ib_create_qp failed");
+		qp = NULL;
+		goto out;
+	}
+	s_reset = ib_post_send(qp, &swr, &bad_s);
+	r_reset = ib_post_recv(qp, &rwr, &bad_r);
+	qa.pkey_index = 0;
+	qa.port_num = 1;
+	qa.qp_access_flags = IB_ACCESS_REMOTE_WRITE;
+	ib_modify_qp(qp, &qa, IB_QP_STATE);
+	s_init = ib_post_send(qp, &swr, &bad_s);
+	if (s_reset != -EINVAL || r_reset != -EINVAL || s_init != -EINVAL) {
+		snprintf(why, sizeof(why),
+			 "send in RESET %d, recv in RESET %d, send in INIT %d",
+			 s_reset, r_reset, s_init);
+		rt_result("post_in_wrong_state", 1, why);
+	} else {
+		rt_result("post_in_wrong_state", 0, NULL);
+	}
+out:
+	if (qp)
+		ib_destroy_qp(qp);
+	if (!IS_ERR_OR_NULL(cq))
+		ib_free_cq(cq);
+	if (!IS_ERR_OR_NULL(pd))
+		ib_dealloc_pd(pd);
+	rt_pair_destroy(p);
+}
+
+static DECLARE_COMPLETION(rt_cq_err);
+
+static void rt_cq_event(struct ib_event *ev, void *ctx)
+{
+	if (ev->event == IB_EVENT_CQ_ERR)
+		complete(&rt_cq_err);
+}
+
+/* Three flushed sends into a one-entry CQ: one kept, CQ_ERR raised. */
+static void rt_cq_overflow(void)
+{
+	struct ib_cq_init_attr ca = { .cqe = 1 };
+	struct ib_qp_init_attr attr = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_ERR };
+	struct ib_send_wr swr[3] = {};
+	struct ib_pd *pd = NULL;
+	struct ib_cq *cq = NULL, *rcq = NULL;
+	struct ib_qp *qp = NULL;
+	struct ib_wc wc[4];
+	struct rt_pair *p;
+	int ret, n, i;
+	char why[96];
+
+	p = rt_pair_create();
+	if (IS_ERR(p)) {
+		rt_result("cq_overflow", 1, "no device");
+		return;
+	}
+	reinit_completion(&rt_cq_err);
+	pd = ib_alloc_pd(p->cli->device, 0);
+	cq = ib_create_cq(p->cli->device, NULL, rt_cq_event, NULL, &ca);
+	rcq = ib_alloc_cq(p->cli->device, NULL, 4, 0, IB_POLL_DIRECT);
+	if (IS_ERR(pd) || IS_ERR(cq) || IS_ERR(rcq)) {
+		rt_result("cq_overflow", 1, "no PD/CQ");
+		goto out;
+	}
+	attr.send_cq = cq;
+	attr.recv_cq = rcq;
+	qp = ib_create_qp(pd, &attr);
+	if (IS_ERR(qp)) {
+		rt_result("cq_overflow", 1, "ib_create_qp failed");
+		qp = NULL;
+		goto out;
+	}
+	ib_modify_qp(qp, &qa, IB_QP_STATE);
+	for (i = 0; i < 3; i++) {
+		swr[i].wr_id = 10 + i;
+		swr[i].opcode = IB_WR_SEND;
+		swr[i].next = i < 2 ? &swr[i + 1] : NULL;
+	}
+	ret = ib_post_send(qp, swr, NULL);
+	if (ret) {
+		snprintf(why, sizeof(why), "post in ERR failed: %d", ret);
+		rt_result("cq_overflow", 1, why);
+		goto out;
+	}
+	if (!wait_for_completion_timeout(&rt_cq_err, RT_TIMEOUT)) {
+		rt_result("cq_overflow", 1, "no IB_EVENT_CQ_ERR");
+		goto out;
+	}
+	n = ib_poll_cq(cq, 4, wc);
+	if (n != 1 || wc[0].status != IB_WC_WR_FLUSH_ERR || wc[0].wr_id != 10) {
+		snprintf(why, sizeof(why), "polled %d, first %s wr_id %llu", n,
+			 n > 0 ? ib_wc_status_msg(wc[0].status) : "-",
+			 n > 0 ? wc[0].wr_id : 0ULL);
+		rt_result("cq_overflow", 1, why);
+	} else {
+		rt_result("cq_overflow", 0, NULL);
+	}
+out:
+	if (qp)
+		ib_destroy_qp(qp);
+	if (!IS_ERR_OR_NULL(rcq))
+		ib_free_cq(rcq);
+	if (!IS_ERR_OR_NULL(cq))
+		ib_destroy_cq(cq);
+	if (!IS_ERR_OR_NULL(pd))
+		ib_dealloc_pd(pd);
+	rt_pair_destroy(p);
+}
+
+static int __init rt_init(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	enum rt_kind k;
+	int ret;
+
+	rt_listen = rdma_create_id(&init_net, rt_cm_handler, NULL, RDMA_PS_TCP,
+				   IB_QPT_RC);
+	if (IS_ERR(rt_listen))
+		return PTR_ERR(rt_listen);
+	sin.sin_addr.s_addr = in_aton(addr);
+	sin.sin_port = htons(port);
+	ret = rdma_bind_addr(rt_listen, (struct sockaddr *)&sin);
+	if (!ret)
+		ret = rdma_listen(rt_listen, 4);
+	if (ret) {
+		pr_err("cannot listen on %s:%d: %d\n", addr, port, ret);
+		rdma_destroy_id(rt_listen);
+		return ret;
+	}
+	for (k = RT_OK; k <= RT_NO_READ; k++)
+		rt_remote_case(k);
+	rt_wrong_state();
+	rt_cq_overflow();
+	rdma_destroy_id(rt_listen);
+	pr_info("%d cases, %d failed\n", rt_run, rt_failed);
+	return 0;
+}
+
+static void __exit rt_exit(void)
+{
+}
+
+module_init(rt_init);
+module_exit(rt_exit);
+
+MODULE_DESCRIPTION("Negative verbs tests of ropcie (test bed only)");
+MODULE_LICENSE("Dual BSD/GPL");
