@@ -161,6 +161,56 @@ def test_ropcie_four_pairs_at_once(pool):
         check_run(srv, cli, 20, size, srv.wait_end(), cli.wait_end())
 
 
+BENCH_SIZE = {"wlat": 4096, "rlat": 4096, "bw": 65536, "fr": 65536}
+
+
+def check_bench_side(s, test, role, count, size, duplex=False):
+    """The benchmark ABI's exact counters, latency/ and bandwidth/."""
+    st = s.stats()
+    assert st == krping.bench_stats(test, role, count, size, duplex), \
+        s.describe()
+    lat = krping.session_latency(s)
+    assert lat["samples"] == \
+        krping.bench_latency_samples(test, role, count, duplex), lat
+    assert krping.latency_problems(lat) == [], lat
+    bw = krping.session_bandwidth(s)
+    if krping.bench_reports_bandwidth(test, role, duplex):
+        assert bw["bytes"] == count * size, bw
+        assert bw["duration_ns"] > 0, bw
+    assert krping.bandwidth_problems(bw, size) == [], bw
+
+
+def run_bench(pool, test, mem_mode="reg", duplex=False, **extra):
+    if not hasattr(krping, "bench_stats"):
+        pytest.skip("this krping has no benchmarks")
+    count, size = 50, BENCH_SIZE[test]
+    if duplex:
+        extra["duplex"] = 1
+    srv, cli = pool.pair(count=count, size=size, addr=ADDR, test=test,
+                         mem_mode=mem_mode, **extra)
+    states = run_pair(srv, cli)
+    assert states == ("done", "done"), f"{srv.describe()} | {cli.describe()}"
+    assert srv.device == ROPCIE_DEV and cli.device == ROPCIE_DEV
+    check_bench_side(cli, test, "client", count, size, duplex)
+    check_bench_side(srv, test, "server", count, size, duplex)
+
+
+@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr"])
+def test_ropcie_bench(pool, test, mem_mode):
+    """krping's benchmarks over ropcie0, with the exact counters."""
+    run_bench(pool, test, mem_mode)
+
+
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr"])
+def test_ropcie_bench_poll(pool, test):
+    run_bench(pool, test, poll=1)
+
+
+def test_ropcie_bench_duplex(pool):
+    run_bench(pool, "bw", duplex=True)
+
+
 def test_ropcie_refused_without_listener(pool):
     cli = pool.session("c", role="client", addr=ADDR,
                        port=krping.next_port(), count=1)
