@@ -5,7 +5,10 @@
  * pairs through rdma_cm and checks that every bad request fails the way
  * the verbs say and leaves memory alone: bad rkey, wrong PD, out-of-bounds
  * READ and WRITE, missing access rights, posting in the wrong QP state, CQ
- * overflow. The results are one line per case in the read-only parameter
+ * overflow. It also runs the ring stress of the KUnit suite (a producer
+ * and a consumer kthread, bound to two CPUs when there are two) where the
+ * KUnit build (UML) has one CPU only. The results are one line per case
+ * in the read-only parameter
  * /sys/module/ropcie_test/parameters/results ("ok NAME" or
  * "not ok NAME: why").
  */
@@ -15,10 +18,14 @@
 #include <linux/delay.h>
 #include <linux/gfp.h>
 #include <linux/inet.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
+
+#include "ring.h"
 
 static char addr[16] = "10.77.0.1";
 module_param_string(addr, addr, sizeof(addr), 0444);
@@ -55,13 +62,11 @@ static void rt_result(const char *name, int err, const char *why)
 	rt_run++;
 	if (err)
 		rt_failed++;
-	if (err)
-		snprintf(results + len, sizeof(results) - len, "not ok %s: %s\n",
-			 name, why);
-	else
-		snprintf(results + len, sizeof(results) - len, "ok %s\n", name);
-	pr_info("%s %s%s%s\n", err ? "not ok" : "ok", name, err ? ": " : "",
-		err ? why : "");
+	/* A passing case may say what it measured. */
+	snprintf(results + len, sizeof(results) - len, "%s %s%s%s\n",
+		 err ? "not ok" : "ok", name, why ? ": " : "", why ? why : "");
+	pr_info("%s %s%s%s\n", err ? "not ok" : "ok", name, why ? ": " : "",
+		why ? why : "");
 }
 
 static int rt_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
@@ -632,6 +637,134 @@ out:
 	rt_pair_destroy(p);
 }
 
+/* --- ring stress on two CPUs ------------------------------------------ */
+
+#define RS_ITEMS	4194304U
+#define RS_SIZE		256
+
+struct rt_stress {
+	struct ropcie_ring ring;
+	wait_queue_head_t not_empty, not_full;
+	struct completion done[2];
+	u64 received, bad;
+	int cpu[2];
+	int err;
+};
+
+static int rt_stress_producer(void *arg)
+{
+	struct rt_stress *s = arg;
+	u64 i;
+
+	s->cpu[0] = raw_smp_processor_id();
+	for (i = 0; i < RS_ITEMS && !s->err; i++) {
+		u64 *slot;
+
+		while (!(slot = ropcie_ring_prod_slot(&s->ring))) {
+			if (!wait_event_timeout(s->not_full,
+						!ropcie_ring_full(&s->ring),
+						RT_TIMEOUT)) {
+				s->err = -ETIMEDOUT;
+				goto out;
+			}
+		}
+		*slot = i;
+		ropcie_ring_produce(&s->ring);
+		/* Wake only a sleeper: the ring's own ordering is tested. */
+		if (wq_has_sleeper(&s->not_empty))
+			wake_up(&s->not_empty);
+	}
+out:
+	complete(&s->done[0]);
+	return 0;
+}
+
+static int rt_stress_consumer(void *arg)
+{
+	struct rt_stress *s = arg;
+	u64 expect = 0;
+
+	s->cpu[1] = raw_smp_processor_id();
+	while (expect < RS_ITEMS && !s->err) {
+		u64 *slot = ropcie_ring_cons_slot(&s->ring);
+
+		if (!slot) {
+			if (!wait_event_timeout(s->not_empty,
+						!ropcie_ring_empty(&s->ring),
+						RT_TIMEOUT))
+				s->err = -ETIMEDOUT;
+			continue;
+		}
+		if (READ_ONCE(*slot) != expect)
+			s->bad++;
+		expect++;
+		ropcie_ring_consume(&s->ring);
+		if (wq_has_sleeper(&s->not_full))
+			wake_up(&s->not_full);
+	}
+	s->received = expect;
+	complete(&s->done[1]);
+	return 0;
+}
+
+static void rt_ring_stress(void)
+{
+	struct task_struct *t[2];
+	struct rt_stress *s;
+	char why[160];
+	ktime_t start;
+	u64 ns;
+	int i;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s || ropcie_ring_init_at(&s->ring, RS_SIZE, sizeof(u64),
+				      U32_MAX - 4096, GFP_KERNEL)) {
+		kfree(s);
+		rt_result("ring_stress_smp", 1, "no memory");
+		return;
+	}
+	init_waitqueue_head(&s->not_empty);
+	init_waitqueue_head(&s->not_full);
+	init_completion(&s->done[0]);
+	init_completion(&s->done[1]);
+	t[0] = kthread_create(rt_stress_producer, s, "ropcie-rs-p");
+	t[1] = kthread_create(rt_stress_consumer, s, "ropcie-rs-c");
+	if (IS_ERR(t[0]) || IS_ERR(t[1])) {
+		for (i = 0; i < 2; i++)
+			if (!IS_ERR(t[i]))
+				kthread_stop(t[i]);
+		ropcie_ring_free(&s->ring);
+		kfree(s);
+		rt_result("ring_stress_smp", 1, "kthread_create failed");
+		return;
+	}
+	/* Two CPUs when there are two: the ordering is what is tested. */
+	if (num_online_cpus() > 1) {
+		kthread_bind(t[0], cpumask_first(cpu_online_mask));
+		kthread_bind(t[1], cpumask_next(cpumask_first(cpu_online_mask),
+						cpu_online_mask));
+	}
+	start = ktime_get();
+	wake_up_process(t[1]);
+	wake_up_process(t[0]);
+	wait_for_completion(&s->done[0]);
+	wait_for_completion(&s->done[1]);
+	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	snprintf(why, sizeof(why),
+		 "%llu/%u items, %llu out of order, err %d, cpus %d/%d, %llu ns/item",
+		 s->received, RS_ITEMS, s->bad, s->err, s->cpu[0], s->cpu[1],
+		 ns / RS_ITEMS);
+	if (s->received != RS_ITEMS || s->bad || s->err ||
+	    !ropcie_ring_empty(&s->ring) ||
+	    s->ring.head != (u32)(U32_MAX - 4096 + RS_ITEMS) ||
+	    (num_online_cpus() > 1 && s->cpu[0] == s->cpu[1]))
+		rt_result("ring_stress_smp", 1, why);
+	else
+		rt_result("ring_stress_smp", 0, why);
+	ropcie_ring_free(&s->ring);
+	kfree(s);
+}
+
 static int __init rt_init(void)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
@@ -656,6 +789,7 @@ static int __init rt_init(void)
 		rt_remote_case(k);
 	rt_wrong_state();
 	rt_cq_overflow();
+	rt_ring_stress();
 	rdma_destroy_id(rt_listen);
 	pr_info("%d cases, %d failed\n", rt_run, rt_failed);
 	return 0;

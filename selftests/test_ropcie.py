@@ -223,7 +223,7 @@ def test_ropcie_refused_without_listener(pool):
 VERBS_CASES = ("valid_write_and_read", "bad_rkey_write", "stale_key_byte_read",
                "wrong_pd_write", "out_of_bounds_write", "out_of_bounds_read",
                "write_without_remote_write", "read_without_remote_read",
-               "post_in_wrong_state", "cq_overflow")
+               "post_in_wrong_state", "cq_overflow", "ring_stress_smp")
 
 
 @pytest.fixture(scope="module")
