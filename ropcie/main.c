@@ -61,6 +61,7 @@ static const struct ib_device_ops ropcie_dev_ops = {
 	.post_send = ropcie_post_send,
 	.query_device = ropcie_query_device,
 	.query_gid = ropcie_query_gid,
+	.query_pkey = ropcie_query_pkey,
 	.query_port = ropcie_query_port,
 	.query_qp = ropcie_query_qp,
 	.reg_user_mr = ropcie_reg_user_mr,

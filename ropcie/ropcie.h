@@ -161,6 +161,7 @@ int ropcie_query_port(struct ib_device *ibdev, u32 port,
 		      struct ib_port_attr *attr);
 int ropcie_query_gid(struct ib_device *ibdev, u32 port, int idx,
 		     union ib_gid *gid);
+int ropcie_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey);
 int ropcie_get_port_immutable(struct ib_device *ibdev, u32 port,
 			      struct ib_port_immutable *immutable);
 int ropcie_alloc_pd(struct ib_pd *pd, struct ib_udata *udata);

@@ -36,7 +36,7 @@ int ropcie_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_qp_init_rd_atom = ROPCIE_MAX_IRD_ORD;
 	attr->max_res_rd_atom = ROPCIE_MAX_QP * ROPCIE_MAX_IRD_ORD;
 	attr->max_fast_reg_page_list_len = ROPCIE_MAX_FR_PAGES;
-	attr->max_pkeys = 0;
+	attr->max_pkeys = 1;
 	attr->fw_ver = 1;
 	return 0;
 }
@@ -55,7 +55,7 @@ int ropcie_query_port(struct ib_device *ibdev, u32 port,
 	attr->max_mtu = IB_MTU_4096;
 	attr->active_mtu = ndev ? ib_mtu_int_to_enum(ndev->mtu) : IB_MTU_1024;
 	attr->gid_tbl_len = 1;
-	attr->pkey_tbl_len = 0;	/* no P_Keys on iWARP */
+	attr->pkey_tbl_len = 1;	/* rdma_cm's loopback binding reads one */
 	attr->max_msg_sz = ROPCIE_MAX_MSG;
 	attr->port_cap_flags = IB_PORT_CM_SUP | IB_PORT_DEVICE_MGMT_SUP;
 	attr->active_width = IB_WIDTH_4X;
@@ -72,6 +72,15 @@ int ropcie_query_gid(struct ib_device *ibdev, u32 port, int idx,
 		return -EINVAL;
 	memset(gid, 0, sizeof(*gid));
 	ether_addr_copy(gid->raw, dev->gid);
+	return 0;
+}
+
+/* iWARP has no partitions; rdma_cm still reads P_Key 0 for 127.0.0.1. */
+int ropcie_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	if (index)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
 	return 0;
 }
 

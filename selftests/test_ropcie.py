@@ -317,6 +317,34 @@ def test_ropcie_peer_rmdir_under_load(pool):
     assert end in ("done", "failed"), srv.describe()
 
 
+def test_ropcie_on_lo_with_127_0_0_1(pool):
+    """ropcie on lo carries 127.0.0.1 when it is the only RDMA device:
+    rdma_cm binds loopback addresses to the first active device. Runs in
+    a VM without rxe, e.g.
+    vm-run --no-rdma --ropcie-ko KO -- selftests/run_tests.sh test_ropcie.py
+    """
+    others = [d for d in os.listdir("/sys/class/infiniband")
+              if not d.startswith("ropcie")]
+    if others:
+        pytest.skip(f"rdma_cm binds 127.0.0.1 to the first active RDMA "
+                    f"device, and {others[0]} is there too")
+    sh("rdma", "link", "delete", ROPCIE_DEV)
+    sh("rdma", "link", "add", "ropcie_lo", "type", "ropcie", "netdev", "lo")
+    try:
+        krping.wait_for(lambda: port_active("ropcie_lo"), timeout=10,
+                        what="ropcie_lo ACTIVE")
+        srv, cli = pool.pair(count=10, size=4096, addr="127.0.0.1",
+                             validate=1)
+        sstate, cstate = run_pair(srv, cli)
+        assert (sstate, cstate) == ("done", "done"), \
+            f"{srv.describe()} | {cli.describe()}"
+        assert srv.device == cli.device == "ropcie_lo", cli.describe()
+        assert cli.stats() == ping_stats("client", 10, 4096)
+        assert srv.stats() == ping_stats("server", 10, 4096)
+    finally:
+        sh("rdma", "link", "delete", "ropcie_lo", check=False)
+
+
 def test_ropcie_link_add_twice_refused():
     cp = sh("rdma", "link", "add", "ropcie9", "type", "ropcie",
             "netdev", NETDEV, check=False)
