@@ -117,19 +117,25 @@ static void ropcie_flush(struct ropcie_qp *qp)
 		ropcie_sq_complete(qp, sqe, &wc);
 		ropcie_ring_consume(&qp->sq);
 	}
-	spin_lock_irqsave(&qp->rq_cons_lock, flags);
-	while ((rqe = ropcie_ring_cons_slot(&qp->rq))) {
+	/* One at a time: the completion handler runs without our lock. */
+	for (;;) {
 		struct ib_wc wc = {
-			.wr_id = rqe->wr_id,
 			.status = IB_WC_WR_FLUSH_ERR,
 			.opcode = IB_WC_RECV,
 			.qp = &qp->ibqp,
 		};
 
-		ropcie_ring_consume(&qp->rq);
+		spin_lock_irqsave(&qp->rq_cons_lock, flags);
+		rqe = ropcie_ring_cons_slot(&qp->rq);
+		if (rqe) {
+			wc.wr_id = rqe->wr_id;
+			ropcie_ring_consume(&qp->rq);
+		}
+		spin_unlock_irqrestore(&qp->rq_cons_lock, flags);
+		if (!rqe)
+			break;
 		ropcie_cq_post(qp->rcq, &wc, false);
 	}
-	spin_unlock_irqrestore(&qp->rq_cons_lock, flags);
 }
 
 /* The peer, held, or NULL when not connected. */

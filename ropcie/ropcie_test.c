@@ -639,7 +639,7 @@ out:
 
 /* --- ring stress on two CPUs ------------------------------------------ */
 
-#define RS_ITEMS	4194304U
+#define RS_ITEMS	1048576U
 #define RS_SIZE		256
 
 struct rt_stress {
@@ -661,6 +661,8 @@ static int rt_stress_producer(void *arg)
 		u64 *slot;
 
 		while (!(slot = ropcie_ring_prod_slot(&s->ring))) {
+			/* Full: make sure the consumer runs, then sleep. */
+			wake_up(&s->not_empty);
 			if (!wait_event_timeout(s->not_full,
 						!ropcie_ring_full(&s->ring),
 						RT_TIMEOUT)) {
@@ -670,11 +672,17 @@ static int rt_stress_producer(void *arg)
 		}
 		*slot = i;
 		ropcie_ring_produce(&s->ring);
-		/* Wake only a sleeper: the ring's own ordering is tested. */
-		if (wq_has_sleeper(&s->not_empty))
+		/*
+		 * Wake a sleeping consumer once half a ring is waiting, not
+		 * per item: under TCG a wake-up per item costs more than the
+		 * ring. A full ring and the end wake it in any case.
+		 */
+		if (ropcie_ring_count(&s->ring) >= RS_SIZE / 2 &&
+		    wq_has_sleeper(&s->not_empty))
 			wake_up(&s->not_empty);
 	}
 out:
+	wake_up(&s->not_empty);
 	complete(&s->done[0]);
 	return 0;
 }
@@ -689,6 +697,8 @@ static int rt_stress_consumer(void *arg)
 		u64 *slot = ropcie_ring_cons_slot(&s->ring);
 
 		if (!slot) {
+			/* Empty: make sure the producer runs, then sleep. */
+			wake_up(&s->not_full);
 			if (!wait_event_timeout(s->not_empty,
 						!ropcie_ring_empty(&s->ring),
 						RT_TIMEOUT))
@@ -699,9 +709,11 @@ static int rt_stress_consumer(void *arg)
 			s->bad++;
 		expect++;
 		ropcie_ring_consume(&s->ring);
-		if (wq_has_sleeper(&s->not_full))
+		if (ropcie_ring_count(&s->ring) <= RS_SIZE / 2 &&
+		    wq_has_sleeper(&s->not_full))
 			wake_up(&s->not_full);
 	}
+	wake_up(&s->not_full);
 	s->received = expect;
 	complete(&s->done[1]);
 	return 0;

@@ -233,7 +233,13 @@ def verbs_results(ropcie_env):
     if not ko or not os.path.exists(ko):
         pytest.skip("ROPCIE_TEST_KO not set (build.sh builds ropcie_test.ko)")
     ensure_setup()
-    sh("insmod", ko, f"addr={ADDR}", f"port={krping.next_port()}")
+    # The cases take a second or two; the ring stress up to a minute
+    # under a loaded TCG host.
+    cp = subprocess.run(["insmod", ko, f"addr={ADDR}",
+                         f"port={krping.next_port()}"],
+                        capture_output=True, text=True, timeout=180)
+    if cp.returncode:
+        raise krping.KrpingError(f"insmod {ko}: {cp.stderr.strip()}")
     try:
         with open("/sys/module/ropcie_test/parameters/results") as f:
             text = f.read()
