@@ -31,6 +31,10 @@ static char addr[16] = "10.77.0.1";
 module_param_string(addr, addr, sizeof(addr), 0444);
 MODULE_PARM_DESC(addr, "IPv4 address of the ropcie device's netdev");
 
+static char addr2[16];
+module_param_string(addr2, addr2, sizeof(addr2), 0444);
+MODULE_PARM_DESC(addr2, "IPv4 address of a second ropcie device's netdev (optional)");
+
 static int port = 19999;
 module_param(port, int, 0444);
 MODULE_PARM_DESC(port, "TCP-style port of the test listener");
@@ -157,9 +161,13 @@ static void rt_pair_destroy(struct rt_pair *p)
 	kfree(p);
 }
 
-/* A connected client/server QP pair on the ropcie device. */
-static struct rt_pair *rt_pair_create(void)
+/*
+ * A connected client/server QP pair on the ropcie device; with @src, the
+ * client binds to that address (and so to that address's device).
+ */
+static struct rt_pair *rt_pair_create_from(const char *src)
 {
+	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct rdma_conn_param param = {
 		.initiator_depth = 1,
 		.responder_resources = 1,
@@ -187,7 +195,10 @@ static struct rt_pair *rt_pair_create(void)
 		p->cli = NULL;
 		goto err;
 	}
-	ret = rdma_resolve_addr(p->cli, NULL, (struct sockaddr *)&dst, 2000);
+	if (src)
+		sin.sin_addr.s_addr = in_aton(src);
+	ret = rdma_resolve_addr(p->cli, src ? (struct sockaddr *)&sin : NULL,
+				(struct sockaddr *)&dst, 2000);
 	if (!ret)
 		ret = rt_wait(p, &p->addr_done);
 	if (!ret)
@@ -204,29 +215,26 @@ static struct rt_pair *rt_pair_create(void)
 		goto err;
 	}
 	p->cpd = ib_alloc_pd(dev, 0);
-	p->spd = ib_alloc_pd(dev, 0);
 	p->ccq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
-	p->scq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
-	if (IS_ERR(p->cpd) || IS_ERR(p->spd) || IS_ERR(p->ccq) ||
-	    IS_ERR(p->scq)) {
+	if (IS_ERR(p->cpd) || IS_ERR(p->ccq)) {
 		ret = -ENOMEM;
-		if (IS_ERR(p->cpd))
-			p->cpd = NULL;
-		if (IS_ERR(p->spd))
-			p->spd = NULL;
-		if (IS_ERR(p->ccq))
-			p->ccq = NULL;
-		if (IS_ERR(p->scq))
-			p->scq = NULL;
-		goto err;
+		goto err_res;
 	}
 	ret = rt_make_qp(p->cli, p->cpd, p->ccq);
 	if (!ret)
 		ret = rdma_connect(p->cli, &param);
 	if (!ret)
 		ret = rt_wait(p, &p->req);
-	if (!ret)
-		ret = rt_make_qp(p->srv, p->spd, p->scq);
+	if (ret)
+		goto err;
+	/* The server's resources on the device the request arrived on. */
+	p->spd = ib_alloc_pd(p->srv->device, 0);
+	p->scq = ib_alloc_cq(p->srv->device, NULL, 64, 0, IB_POLL_DIRECT);
+	if (IS_ERR(p->spd) || IS_ERR(p->scq)) {
+		ret = -ENOMEM;
+		goto err_res;
+	}
+	ret = rt_make_qp(p->srv, p->spd, p->scq);
 	if (!ret)
 		ret = rdma_accept(p->srv, &param);
 	if (!ret)
@@ -234,9 +242,23 @@ static struct rt_pair *rt_pair_create(void)
 	if (ret)
 		goto err;
 	return p;
+err_res:
+	if (IS_ERR(p->cpd))
+		p->cpd = NULL;
+	if (IS_ERR(p->ccq))
+		p->ccq = NULL;
+	if (IS_ERR(p->spd))
+		p->spd = NULL;
+	if (IS_ERR(p->scq))
+		p->scq = NULL;
 err:
 	rt_pair_destroy(p);
 	return ERR_PTR(ret);
+}
+
+static struct rt_pair *rt_pair_create(void)
+{
+	return rt_pair_create_from(NULL);
 }
 
 /* Poll one completion of @cq, bounded. */
@@ -637,6 +659,72 @@ out:
 	rt_pair_destroy(p);
 }
 
+/*
+ * The client on the device of addr2, the server on that of addr: a WRITE
+ * and a READ between QPs of two ropcie devices.
+ */
+static void rt_cross_device(void)
+{
+	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+		     IB_ACCESS_REMOTE_READ;
+	enum ib_wc_status st = IB_WC_GENERAL_ERR;
+	const char *name = "cross_device_write_read";
+	struct scatterlist sg;
+	u8 *sbuf, *cbuf;
+	struct rt_pair *p;
+	struct ib_mr *mr;
+	char why[128];
+	int ret;
+
+	if (!addr2[0]) {
+		rt_result(name, 0, "skipped: no addr2");
+		return;
+	}
+	sbuf = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	cbuf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!sbuf || !cbuf) {
+		rt_result(name, 1, "no memory");
+		goto out_mem;
+	}
+	memset(cbuf, RT_DATA, PAGE_SIZE);
+	p = rt_pair_create_from(addr2);
+	if (IS_ERR(p)) {
+		snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
+		rt_result(name, 1, why);
+		goto out_mem;
+	}
+	if (p->cli->device == p->srv->device) {
+		snprintf(why, sizeof(why), "both ends on %s",
+			 dev_name(&p->cli->device->dev));
+		rt_result(name, 1, why);
+		goto out_pair;
+	}
+	mr = rt_reg(p, sbuf, access, &sg);
+	if (IS_ERR(mr)) {
+		rt_result(name, 1, "REG_MR failed");
+		goto out_pair;
+	}
+	ret = rt_rdma(p, IB_WR_RDMA_WRITE, cbuf, PAGE_SIZE, mr->iova,
+		      mr->rkey, &st);
+	if (!ret && st == IB_WC_SUCCESS && rt_all(sbuf, PAGE_SIZE, RT_DATA)) {
+		memset(cbuf, 0, PAGE_SIZE);
+		ret = rt_rdma(p, IB_WR_RDMA_READ, cbuf, PAGE_SIZE, mr->iova,
+			      mr->rkey, &st);
+	}
+	snprintf(why, sizeof(why), "%s -> %s, status %s, ret %d",
+		 dev_name(&p->cli->device->dev), dev_name(&p->srv->device->dev),
+		 ib_wc_status_msg(st), ret);
+	rt_result(name, ret || st != IB_WC_SUCCESS ||
+		  !rt_all(cbuf, PAGE_SIZE, RT_DATA), why);
+	ib_dereg_mr(mr);
+	ib_dma_unmap_sg(p->srv->device, &sg, 1, DMA_BIDIRECTIONAL);
+out_pair:
+	rt_pair_destroy(p);
+out_mem:
+	kfree(cbuf);
+	kfree(sbuf);
+}
+
 /* --- ring stress on two CPUs ------------------------------------------ */
 
 #define RS_ITEMS	1048576U
@@ -801,6 +889,7 @@ static int __init rt_init(void)
 		rt_remote_case(k);
 	rt_wrong_state();
 	rt_cq_overflow();
+	rt_cross_device();
 	rt_ring_stress();
 	rdma_destroy_id(rt_listen);
 	pr_info("%d cases, %d failed\n", rt_run, rt_failed);

@@ -223,7 +223,8 @@ def test_ropcie_refused_without_listener(pool):
 VERBS_CASES = ("valid_write_and_read", "bad_rkey_write", "stale_key_byte_read",
                "wrong_pd_write", "out_of_bounds_write", "out_of_bounds_read",
                "write_without_remote_write", "read_without_remote_read",
-               "post_in_wrong_state", "cq_overflow", "ring_stress_smp")
+               "post_in_wrong_state", "cq_overflow",
+               "cross_device_write_read", "ring_stress_smp")
 
 
 @pytest.fixture(scope="module")
@@ -233,11 +234,22 @@ def verbs_results(ropcie_env):
     if not ko or not os.path.exists(ko):
         pytest.skip("ROPCIE_TEST_KO not set (build.sh builds ropcie_test.ko)")
     ensure_setup()
+    # A second device for the cross-device case: ropcie1 on rp1.
+    sh("ip", "link", "add", "rp1", "type", "dummy")
+    sh("ip", "addr", "add", "10.78.0.1/24", "dev", "rp1")
+    sh("ip", "link", "set", "rp1", "up")
+    sh("rdma", "link", "add", "ropcie1", "type", "ropcie", "netdev", "rp1")
+    krping.wait_for(lambda: port_active("ropcie1"), timeout=10,
+                    what="ropcie1 ACTIVE")
     # The cases take a second or two; the ring stress up to a minute
     # under a loaded TCG host.
-    cp = subprocess.run(["insmod", ko, f"addr={ADDR}",
-                         f"port={krping.next_port()}"],
-                        capture_output=True, text=True, timeout=180)
+    try:
+        cp = subprocess.run(["insmod", ko, f"addr={ADDR}", "addr2=10.78.0.1",
+                             f"port={krping.next_port()}"],
+                            capture_output=True, text=True, timeout=180)
+    finally:
+        sh("rdma", "link", "delete", "ropcie1", check=False)
+        sh("ip", "link", "del", "rp1", check=False)
     if cp.returncode:
         raise krping.KrpingError(f"insmod {ko}: {cp.stderr.strip()}")
     try:
