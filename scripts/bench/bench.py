@@ -17,6 +17,25 @@ device, and prints one table:
                       against the sum of perftest's parts:
                       4 x ib_send_lat(16 B) + ib_read_lat + 2 x ib_write_lat
 
+Then krping over ropcie0 (the RoPCIe provider, ropcie.ko, on a dummy
+netdev rp0 with 10.77.0.1/24, set up here as selftests/test_ropcie.py
+does) next to krping over rxe, in the same table and JSON ("ropcie"):
+
+  bw 64 KiB, 1 MiB  ropcie/rxe BW average, target >= 20
+  wlat 64 B         ropcie/rxe median write latency, target <= 0.25
+  wlat-min          the minimum write latency of all runs, ropcie/rxe
+                    (information: rxe's median under TCG is often a jiffy)
+  bw/mc             ropcie bw against the guest's single-thread memcpy
+                    bandwidth measured in the same run (the rxe column
+                    holds the memcpy figure), target >= 0.5
+
+The rxe figures are the krping rows above (measured again if those rows
+were not in --tests). ropcie runs without poll by default (--ropcie-poll
+1 to change): a polling krping thread and the QP's kthread compete for the
+VM's two vCPUs (Documentation/ropcie.rst, Performance). The memcpy figure
+is measured as in Documentation/ropcie.rst: a Python bytearray slice copy
+of 64 MiB, median of MEMCPY_REPS copies after one warm-up.
+
 Latency ratios are krping/perftest (target <= 1.0), bandwidth ratios
 krping/perftest (target >= 1.0); the ping row is information only (its
 model leaves out the memory registrations of every iteration). Both krping sessions run with poll=1,
@@ -50,6 +69,14 @@ LAT_ITERS = {64: 1000, 4096: 1000, 65536: 300, 1048576: 50}
 BW_ITERS = {64: 5000, 4096: 2000, 65536: 500, 1048576: 100}
 SEND_SIZE = 16          # krping's ping messages
 TXDEPTH = 128           # perftest's default tx depth for bw
+
+# krping over ropcie0 against krping over rxe: (test, size, iterations,
+# target). ropcie is fast, so each run costs mostly its session setup.
+ROPCIE_ROWS = [("bw", 65536, 2000, ">=20"), ("bw", 1048576, 200, ">=20"),
+               ("wlat", 64, 1000, "<=0.25")]
+ROPCIE_DEV, ROPCIE_NETDEV, ROPCIE_ADDR = "ropcie0", "rp0", "10.77.0.1"
+MEMCPY_BYTES = 64 << 20
+MEMCPY_REPS = 5
 
 PERFTEST = {"wlat": "ib_write_lat", "rlat": "ib_read_lat",
             "bw": "ib_write_bw", "send": "ib_send_lat"}
@@ -140,14 +167,14 @@ class Bench:
         return fig
 
     # -- krping -------------------------------------------------------
-    def krping(self, test, size, iters):
+    def krping(self, test, size, iters, addr=None, poll=None, dev=None):
         a = self.args
         port = self.next_port()
-        cmd = [sys.executable, KRPING, "pair", "--addr", a.addr,
+        cmd = [sys.executable, KRPING, "pair", "--addr", addr or a.addr,
                "--port", str(port), "--test", test, "--size", str(size),
                "--count", str(iters), "--json", "--timeout",
                str(a.cmd_timeout)]
-        if test != "ping":
+        if poll if poll is not None else test != "ping":
             cmd.append("--poll")
         if test == "bw":
             cmd += ["--txdepth", str(a.txdepth)]
@@ -155,7 +182,8 @@ class Bench:
         cp = subprocess.run(cmd, capture_output=True, text=True,
                             timeout=a.cmd_timeout + 60)
         secs = time.monotonic() - t0
-        rec = {"tool": "krping", "test": test, "size": size, "iters": iters,
+        rec = {"tool": "krping", "dev": dev or a.dev,
+               "test": test, "size": size, "iters": iters,
                "cmd": " ".join(cmd[1:]), "rc": cp.returncode,
                "secs": round(secs, 2)}
         fig = None
@@ -200,6 +228,65 @@ def parse_perftest(text, test):
     return None
 
 
+def memcpy_mb_per_sec(nbytes=MEMCPY_BYTES, reps=MEMCPY_REPS):
+    """Single-thread memcpy bandwidth (MB/s, 2^20), as in
+    Documentation/ropcie.rst: bytearray slice copies of nbytes; the median
+    of reps copies after one warm-up, and every copy's figure."""
+    src = bytearray(os.urandom(1 << 20)) * (nbytes >> 20)
+    dst = bytearray(len(src))
+    dst[:] = src                        # warm-up: fault in both buffers
+    runs = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        dst[:] = src
+        runs.append(len(src) / (time.perf_counter() - t0) / (1 << 20))
+    if dst != src:
+        raise RuntimeError("memcpy: copy differs")
+    return statistics.median(runs), runs
+
+
+def ropcie_setup():
+    """ropcie0 on a dummy rp0 with 10.77.0.1/24, as selftests/test_ropcie.py
+    sets it up; None if ready, else why not."""
+    if not os.path.isdir("/sys/module/ropcie"):
+        return "ropcie.ko not loaded (vm-run loads it when built)"
+
+    def sh(*cmd):
+        cp = subprocess.run(cmd, capture_output=True, text=True)
+        if cp.returncode:
+            raise RuntimeError(f"{' '.join(cmd)}: {cp.stderr.strip()}")
+
+    try:
+        if not os.path.exists(f"/sys/class/net/{ROPCIE_NETDEV}"):
+            sh("modprobe", "dummy", "numdummies=0")
+            sh("ip", "link", "add", ROPCIE_NETDEV, "type", "dummy")
+            sh("ip", "addr", "add", f"{ROPCIE_ADDR}/24", "dev",
+               ROPCIE_NETDEV)
+            sh("ip", "link", "set", ROPCIE_NETDEV, "up")
+        if not os.path.isdir(f"/sys/class/infiniband/{ROPCIE_DEV}"):
+            sh("rdma", "link", "add", ROPCIE_DEV, "type", "ropcie",
+               "netdev", ROPCIE_NETDEV)
+    except RuntimeError as e:
+        return str(e)
+    state = f"/sys/class/infiniband/{ROPCIE_DEV}/ports/1/state"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(state) as f:
+                if "ACTIVE" in f.read():
+                    return None
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return f"{ROPCIE_DEV} not ACTIVE after 10 s"
+
+
+def ropcie_teardown():
+    subprocess.run(["rdma", "link", "delete", ROPCIE_DEV],
+                   capture_output=True)
+    subprocess.run(["ip", "link", "del", ROPCIE_NETDEV], capture_output=True)
+
+
 def median_of(figs, key):
     vals = [f[key] for f in figs if f is not None]
     return statistics.median(vals) if vals else None
@@ -230,6 +317,10 @@ def main():
     ap.add_argument("--txdepth", type=int, default=TXDEPTH)
     ap.add_argument("--port-base", type=int, default=18600)
     ap.add_argument("--cmd-timeout", type=int, default=180)
+    ap.add_argument("--no-ropcie", action="store_true",
+                    help="leave out the krping over ropcie0 rows")
+    ap.add_argument("--ropcie-poll", type=int, choices=(0, 1), default=0,
+                    help="krping poll= for the ropcie0 runs (default 0)")
     ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
     args = ap.parse_args()
 
@@ -298,6 +389,78 @@ def main():
         log(f"{test} {size} x{iters}: krping {fmt(kv)} perftest {fmt(pv)} "
             f"ratio {fmt(ratio, 3)}")
 
+    # -- krping over ropcie0 next to krping over rxe --------------------
+    ropcie = {"device": ROPCIE_DEV, "netdev": ROPCIE_NETDEV,
+              "addr": ROPCIE_ADDR, "poll": args.ropcie_poll, "rows": []}
+    why = "--no-ropcie" if args.no_ropcie else ropcie_setup()
+    if why:
+        ropcie["skipped"] = why
+        log(f"ropcie rows skipped: {why}")
+    else:
+        mc, mc_runs = memcpy_mb_per_sec()
+        ropcie.update(memcpy_mb_per_sec=mc, memcpy_runs=mc_runs,
+                      memcpy_method=f"python bytearray slice copy of "
+                      f"{MEMCPY_BYTES >> 20} MiB, median of {MEMCPY_REPS}")
+        log(f"memcpy {mc:.0f} MB/s (runs "
+            f"{'/'.join(f'{x:.0f}' for x in mc_runs)})")
+        bykey = {(r["test"], r["size"]): r for r in rows}
+        for test, size, iters, target in ROPCIE_ROWS:
+            key = ("bw_average_mb_per_sec" if test == "bw"
+                   else "t_typical_usec")
+            unit = "MB/s avg" if test == "bw" else "usec median"
+            rp = [b.krping(test, size, iters, addr=ROPCIE_ADDR,
+                           poll=bool(args.ropcie_poll), dev=ROPCIE_DEV)
+                  for _ in range(args.reps)]
+            rv = median_of(rp, key)
+            ref = bykey.get((test, size))
+            if ref is not None and ref["krping"] is not None:
+                xv, xruns = ref["krping"], ref["krping_runs"]
+                x_iters, x_src = ref["iterations"], "krping row above"
+            else:
+                x_iters = iters_for(test, size)
+                xr = [b.krping(test, size, x_iters)
+                      for _ in range(args.reps)]
+                xv, xruns = median_of(xr, key), [f and f.get(key) for f in xr]
+                x_src = "measured for this row"
+            ratio = rv / xv if rv is not None and xv else None
+            met = None
+            if ratio is not None:
+                lim = float(target[2:])
+                met = ratio >= lim if target[:2] == ">=" else ratio <= lim
+            ropcie["rows"].append(
+                {"size": size, "test": test, "iterations": iters,
+                 "ropcie": rv, "rxe": xv, "ratio": ratio, "unit": unit,
+                 "target": target, "met": met,
+                 "ropcie_runs": [f and f.get(key) for f in rp],
+                 "rxe_runs": xruns, "rxe_iterations": x_iters,
+                 "rxe_poll": 1, "rxe_source": x_src})
+            log(f"ropcie {test} {size} x{iters}: ropcie {fmt(rv)} "
+                f"rxe {fmt(xv)} ratio {fmt(ratio, 3)}")
+            if test == "wlat":
+                # information only: rxe's median under TCG is often one
+                # jiffy (Documentation/ropcie.rst); its minimum is fairer
+                xmins = [r["result"].get("t_min_usec") for r in b.raw
+                         if r["tool"] == "krping" and r["dev"] == args.dev
+                         and r["test"] == test and r["size"] == size
+                         and "result" in r]
+                rmin = min((f["t_min_usec"] for f in rp if f), default=None)
+                xmin = min((v for v in xmins if v is not None), default=None)
+                ropcie["rows"].append(
+                    {"size": size, "test": "wlat-min", "iterations": iters,
+                     "ropcie": rmin, "rxe": xmin,
+                     "ratio": rmin / xmin if rmin is not None and xmin
+                     else None, "unit": "usec minimum", "target": "info",
+                     "met": None})
+            if test == "bw":
+                r2 = rv / mc if rv is not None and mc else None
+                ropcie["rows"].append(
+                    {"size": size, "test": "bw/mc", "iterations": iters,
+                     "ropcie": rv, "rxe": None, "memcpy": mc, "ratio": r2,
+                     "unit": "MB/s avg", "target": ">=0.5",
+                     "met": None if r2 is None else r2 >= 0.5,
+                     "ropcie_runs": [f and f.get(key) for f in rp]})
+        ropcie_teardown()
+
     elapsed = time.monotonic() - t_start
     head = (f"{'size':>8}  {'test':<5} {'iters':>6}  {'krping':>10}  "
             f"{'perftest':>10}  {'ratio':>6}  {'unit':<12} target")
@@ -316,6 +479,32 @@ def main():
             lines.append(f"{r['size']:>8}  {r['test']:<5} krping "
                          f"{runs(r['krping_runs'])}  perftest "
                          f"{runs(r['perftest_runs'])}")
+    if ropcie["rows"]:
+        lines.append(f"krping over {ROPCIE_DEV} ({ROPCIE_ADDR} on dummy "
+                     f"{ROPCIE_NETDEV}, poll={args.ropcie_poll}) vs krping "
+                     f"over {args.dev} (poll=1)")
+        lines.append(f"{'size':>8}  {'test':<8} {'iters':>6}  "
+                     f"{'ropcie':>10}  {'rxe':>10}  {'ratio':>6}  "
+                     f"{'unit':<12} target")
+        for r in ropcie["rows"]:
+            mark = {True: "ok", False: "MISSED", None: "-"}[r["met"]]
+            other = r["memcpy"] if r["test"] == "bw/mc" else r["rxe"]
+            lines.append(f"{r['size']:>8}  {r['test']:<8} "
+                         f"{r['iterations']:>6}  {fmt(r['ropcie']):>10}  "
+                         f"{fmt(other):>10}  {fmt(r['ratio'], 3):>6}  "
+                         f"{r['unit']:<12} {r['target']} {mark}")
+        if args.reps > 1:
+            runs = lambda v: "/".join(fmt(x) for x in v) or "-"  # noqa: E731
+            for r in ropcie["rows"]:
+                if "rxe_runs" in r:
+                    lines.append(f"{r['size']:>8}  {r['test']:<8} ropcie "
+                                 f"{runs(r['ropcie_runs'])}  rxe "
+                                 f"{runs(r['rxe_runs'])}")
+        lines.append(f"memcpy: {ropcie['memcpy_mb_per_sec']:.0f} MB/s "
+                     f"single thread ({ropcie['memcpy_method']}); bw/mc "
+                     f"rows: ropcie bw / memcpy, memcpy in the rxe column")
+    elif ropcie.get("skipped"):
+        lines.append(f"ropcie rows skipped: {ropcie['skipped']}")
     if send16 is not None:
         lines.append(f"ping model: ib_send_lat {SEND_SIZE} B median "
                      f"{send16:.2f} usec; wlat/rlat from the rows above")
@@ -329,14 +518,15 @@ def main():
            "addr": args.addr, "gid_index": args.gid_index,
            "reps": args.reps, "txdepth": args.txdepth,
            "send_lat_16b_usec": send16, "seconds": round(elapsed, 1),
-           "rows": rows, "runs": b.raw}
+           "rows": rows, "ropcie": ropcie, "runs": b.raw}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(doc, f, indent=2)
         f.write("\n")
     with open(os.path.join(args.out, "bench.txt"), "w") as f:
         f.write(table + "\n")
-    missing = [r for r in rows if r["ratio"] is None]
+    missing = [r for r in rows + ropcie["rows"]
+               if r["ratio"] is None and r["target"] != "info"]
     return 1 if missing else 0
 
 

@@ -5,8 +5,11 @@
 # Build rdma_krping.ko for 6.12, boot one 6.12 test VM (scripts/testbed/
 # vm-run: rxe0 on 10.9.0.1) and run scripts/bench/bench.py in it: krping
 # (tools/krping pair) and perftest (ib_write_lat, ib_read_lat, ib_write_bw,
-# ib_send_lat) on rxe0 with the same sizes and iteration counts. Prints
-# one table (size, test, krping, perftest, ratio) and writes it to
+# ib_send_lat) on rxe0 with the same sizes and iteration counts, then
+# krping over ropcie0 (ropcie.ko, which vm-run loads; bench.py puts it on
+# a dummy rp0 with 10.77.0.1) against krping over rxe0 and the guest's
+# memcpy bandwidth. Prints one table (size, test, krping, perftest, ratio;
+# then size, test, ropcie, rxe, ratio) and writes it to
 # $KRPING_RESULTS/bench.txt and bench.json (default results/). Arguments
 # go to bench.py, e.g. --reps 2, --scale 0.5, --sizes 64,4096.
 #
