@@ -118,13 +118,16 @@ int krping_bench(struct krping_run *run)
  * krping_bench_post() - post one RDMA READ or WRITE of the whole buffer
  * @run: the run
  * @opcode: IB_WR_RDMA_READ or IB_WR_RDMA_WRITE
+ * @cqe: completion handler; run->rdma_cqe counts one operation
+ * @signaled: ask for a completion (errors complete anyway)
  *
  * Between start_buf and the peer's sink. Keeps at most txdepth operations
  * in flight, waiting for completions when the send queue is full.
  *
  * Return: 0 or a negative errno.
  */
-int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode)
+int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
+		      struct ib_cqe *cqe, bool signaled)
 {
 	int depth = run->opts->txdepth;
 	struct ib_sge sge = {
@@ -134,9 +137,9 @@ int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode)
 	};
 	struct ib_rdma_wr wr = {
 		.wr = {
-			.wr_cqe = &run->rdma_cqe,
+			.wr_cqe = cqe,
 			.opcode = opcode,
-			.send_flags = IB_SEND_SIGNALED,
+			.send_flags = signaled ? IB_SEND_SIGNALED : 0,
 			.sg_list = &sge,
 			.num_sge = 1,
 		},

@@ -63,7 +63,7 @@ static int krping_wlat_write(struct krping_run *run, u8 tag)
 	ib_dma_sync_single_for_device(run->pd->device,
 				      run->start_buf.dma + last, 1,
 				      DMA_BIDIRECTIONAL);
-	return krping_bench_post(run, IB_WR_RDMA_WRITE);
+	return krping_bench_post(run, IB_WR_RDMA_WRITE, &run->rdma_cqe, true);
 }
 
 int krping_bench_wlat(struct krping_run *run)
@@ -116,7 +116,8 @@ int krping_bench_rlat(struct krping_run *run)
 
 	for (i = 0; !run->opts->count || i < run->opts->count; i++) {
 		start = ktime_get_ns();
-		ret = krping_bench_post(run, IB_WR_RDMA_READ);
+		ret = krping_bench_post(run, IB_WR_RDMA_READ,
+					&run->rdma_cqe, true);
 		if (!ret)
 			ret = krping_wait_count(run, &run->rdma_count,
 						run->rdma_posted);

@@ -80,6 +80,9 @@ enum {
  * @rdma_posted: RDMA READ/WRITEs posted (benchmarks)
  * @fr_count: fr: completed LOCAL_INVs
  * @fr_cqe: fr: completion handler of LOCAL_INV
+ * @bw_cqe: bw: completion handler of a signaled WRITE, which also
+ *	completes the unsignaled ones posted before it
+ * @bw_every: bw: one WRITE in this many is signaled
  * @fr_mrs: fr: the MRs registered and invalidated
  * @fr_nmrs: fr: how many of @fr_mrs are allocated
  * @recv_cqe: completion handler of receives
@@ -130,6 +133,8 @@ struct krping_run {
 	int rdma_posted;
 	int fr_count;
 	struct ib_cqe fr_cqe;
+	struct ib_cqe bw_cqe;
+	u32 bw_every;
 	struct krping_mr *fr_mrs;
 	u32 fr_nmrs;
 
@@ -189,7 +194,15 @@ int krping_bench_rlat(struct krping_run *run);
 int krping_bench_bw(struct krping_run *run);
 int krping_bench_fr(struct krping_run *run);
 u32 krping_bench_lkey(const struct krping_run *run);
-int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode);
+int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
+		      struct ib_cqe *cqe, bool signaled);
+
+/* As krping_count_inc(), by @n. */
+static inline void krping_count_add(int *counter, int n)
+{
+	/* Publish the handler's stores before the new count. */
+	smp_store_release(counter, *counter + n);
+}
 
 static inline int krping_read_count(const int *counter)
 {
