@@ -307,37 +307,23 @@ def test_rmdir_client_in_connect(pool):
     assert cli.remove() < RMDIR_MAX
 
 
-def test_peer_vanishes_mid_run_server_side(pool):
-    """The client goes away mid-run (count>0 on the server): the server
-    ends failed with a negative errno (ECONNRESET expected)."""
+@pytest.mark.parametrize("gone", ["client", "server"])
+def test_peer_vanishes_mid_run(pool, gone):
+    """One side goes away mid-run (count>0 on both): the other ends failed
+    with a negative errno (ECONNRESET expected)."""
     srv, cli = pool.pair(count=100000, size=64, validate=1)
     srv.start()
     srv.expect_state("listening")
     cli.start()
     cli.expect_state("running")
-    krping.wait_for(lambda: srv.stat("iterations") >= 2,
-                    what="2 server iterations")
-    cli.remove()
-    end = srv.wait_end(krping.SHORT_TIMEOUT)
-    assert end == "failed", srv.describe()
-    assert srv.error < 0, srv.describe()
-    assert_partial_stats(srv)
-
-
-def test_peer_vanishes_mid_run_client_side(pool):
-    """The server goes away mid-run: the client (count>0) ends failed."""
-    srv, cli = pool.pair(count=100000, size=64, validate=1)
-    srv.start()
-    srv.expect_state("listening")
-    cli.start()
-    cli.expect_state("running")
-    krping.wait_for(lambda: cli.stat("iterations") >= 2,
-                    what="2 client iterations")
-    srv.remove()
-    end = cli.wait_end(krping.SHORT_TIMEOUT)
-    assert end == "failed", cli.describe()
-    assert cli.error < 0, cli.describe()
-    assert_partial_stats(cli)
+    left, peer = (cli, srv) if gone == "client" else (srv, cli)
+    krping.wait_for(lambda: peer.stat("iterations") >= 2,
+                    what=f"2 {peer.get('role')} iterations")
+    left.remove()
+    end = peer.wait_end(krping.SHORT_TIMEOUT)
+    assert end == "failed", peer.describe()
+    assert peer.error < 0, peer.describe()
+    assert_partial_stats(peer)
 
 
 def test_sigkill_stops_session(pool):
