@@ -12,7 +12,8 @@ pytest glue for the krping selftests.
   logged a BUG/WARNING/Oops/... and shows the kernel log of failed tests,
   and an environment check that skips everything with a reason when the
   module is not loaded or we are not root.
-- A per-test watchdog (KRPING_TEST_WATCHDOG seconds, default 300): every
+- A per-test watchdog (KRPING_TEST_WATCHDOG seconds, default 300, 900 on
+  the debug kernel where KRPING_SLOW=1): every
   wait in the tests is bounded already; this catches the unexpected.
 """
 
@@ -25,7 +26,9 @@ import pytest
 
 from lib import krping
 
-WATCHDOG = int(os.environ.get("KRPING_TEST_WATCHDOG", "300"))
+WATCHDOG = int(os.environ.get(
+    "KRPING_TEST_WATCHDOG",
+    "900" if os.environ.get("KRPING_SLOW", "0") == "1" else "300"))
 
 
 def pytest_addoption(parser):

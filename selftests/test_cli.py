@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """tools/krping, the command-line front end, against real sessions.
 
-Runs the CLI as a person would (a subprocess) on the test bed's rxe0 and
-checks its exit status, messages, perftest-style table and JSON against
-the sessions' sysfs files, and that it leaves no session behind.
+Runs the CLI as a person would (a subprocess) on the test bed's first
+device (rxe0, or siw0) and checks its exit status, messages,
+perftest-style table and JSON against the sessions' sysfs files, and that
+it leaves no session behind.
 """
 
 import importlib.machinery
@@ -216,7 +217,7 @@ def test_keep_show_list_reset_rm(name, tool, capsys):
     assert json.loads(out)["stats"] == ping_stats("server", 3, 64)
     rc, out, _ = inproc(tool, capsys, "show", name + "c")
     assert rc == 0
-    assert out.startswith(f"{name}c: done, error 0, device rxe")
+    assert out.startswith(f"{name}c: done, error 0, device {krping.PROVIDER}")
     if (krping.SYSFS / (name + "c") / "reset").exists():
         assert inproc(tool, capsys, "reset", name + "c")[0] == 0
         assert krping.Session(name + "c", create=False).stats() == \

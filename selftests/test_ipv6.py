@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""Ping over IPv6 on rxe: a global (ULA) address and a link-local one."""
+"""Ping over IPv6 (rxe, or siw): a global (ULA) address and a link-local
+one."""
 
 import ipaddress
 import json
@@ -14,7 +15,9 @@ ULA_SERVER = "fd00:9::1"
 ULA_CLIENT = "fd00:9::2"
 
 
-def rxe_gids(dev):
+def gids(dev):
+    """The IPv6 GIDs of dev's port 1 (RoCE derives them from the netdev's
+    addresses)."""
     gids = set()
     for p in Path(f"/sys/class/infiniband/{dev}/ports/1/gids").glob("*"):
         try:
@@ -23,6 +26,18 @@ def rxe_gids(dev):
             continue
         gids.add(ipaddress.IPv6Address(text))
     return gids
+
+
+def wait_gid(addr):
+    """Wait until the server's device has addr in its GID table. iWARP
+    has no IP-based GIDs: rdma_cm resolves its addresses through the
+    netdev, so there is nothing to wait for."""
+    if krping.IWARP:
+        return
+    dev = krping.RDMA_DEVICES[0]
+    want = ipaddress.IPv6Address(addr)
+    krping.wait_for(lambda: want in gids(dev), timeout=15,
+                    what=f"{addr} in {dev}'s GID table")
 
 
 def ip(*args, check=True):
@@ -50,9 +65,7 @@ def ula():
             ip("-6", "addr", "add", f"{addr}/64", "dev", dev, "nodad")
             added.append((addr, dev))
         # rxe learns IPv6 addresses into its GID table asynchronously
-        want = ipaddress.IPv6Address(ULA_SERVER)
-        krping.wait_for(lambda: want in rxe_gids("rxe0"), timeout=15,
-                        what=f"{ULA_SERVER} in rxe0's GID table")
+        wait_gid(ULA_SERVER)
         yield
     finally:
         for addr, dev in added:
@@ -88,12 +101,10 @@ def test_ping_ipv6_link_local(pool):
     ll = krping.wait_for(lambda: link_local(krping.SERVER_IF), timeout=15,
                          what="a link-local address on va")
     addr = f"{ll}%{krping.SERVER_IF}"
-    want = ipaddress.IPv6Address(ll)
-    krping.wait_for(lambda: want in rxe_gids("rxe0"), timeout=15,
-                    what=f"{ll} in rxe0's GID table")
+    wait_gid(ll)
     srv, cli = pool.pair(count=5, size=64, validate=1, addr=addr)
     assert cli.get("addr") == addr
     assert run_pair(srv, cli) == ("done", "done"), \
         srv.describe() + " | " + cli.describe()
     assert cli.stats() == ping_stats("client", 5, 64)
-    assert srv.device == "rxe0", srv.describe()
+    assert srv.device == krping.RDMA_DEVICES[0], srv.describe()

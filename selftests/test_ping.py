@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Full ping-pong runs between a krping server and a krping client."""
 
+import errno
+
 import pytest
 
 from lib import krping
@@ -60,6 +62,28 @@ def test_ping_local_dma_lkey(pool, size, mem_mode):
 ], ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 def test_ping_variants(pool, extra):
     ping_pair(pool, 10, 64, **extra)
+
+
+@pytest.mark.parametrize("size", [64, 65536])
+def test_ping_read_inv(pool, size):
+    """read_inv=1: the server's READ of the client's buffer invalidates the
+    client's key (IB_WR_RDMA_READ_WITH_INV). iWARP (siw) has it: the run
+    completes with exact counters. RoCE (rxe) does not: the client refuses
+    at setup with -EOPNOTSUPP before it connects, so the server is still
+    listening (and stops cleanly)."""
+    if krping.IWARP:
+        ping_pair(pool, count_for(size), size, read_inv=1)
+        return
+    srv, cli = pool.pair(count=3, size=size, validate=1, read_inv=1)
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    assert cli.wait_end() == "failed", cli.describe()
+    assert cli.error == -errno.EOPNOTSUPP, cli.describe()
+    assert cli.stats() == dict.fromkeys(krping.STATS, 0)
+    assert srv.state == "listening", srv.describe()
+    srv.stop()
+    assert srv.state == "stopped" and srv.error == 0, srv.describe()
 
 
 def test_ping_without_validate(pool):
@@ -200,7 +224,7 @@ def test_restart_stopped_server(pool):
     check_run(srv, cli, 4, 64, *run_pair(srv, cli))
 
 
-def test_client_to_rxe1_address(pool):
+def test_client_to_second_device_address(pool):
     """Server on vb's address (10.9.0.2): the other device."""
     port = krping.next_port()
     srv = pool.session("s", role="server", addr=krping.CLIENT_ADDR,
