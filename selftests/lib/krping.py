@@ -34,17 +34,25 @@ CONFIGFS = Path(os.environ.get("KRPING_CONFIGFS", "/sys/kernel/config/krping"))
 SYSFS = Path(os.environ.get("KRPING_SYSFS", "/sys/kernel/krping"))
 MODULE = "rdma_krping"
 
-# The test bed: rxe0 on veth va (10.9.0.1/24), rxe1 on veth vb (10.9.0.2/24).
+# The test bed: rxe0 on veth va (10.9.0.1/24), rxe1 on veth vb (10.9.0.2/24);
+# siw0/siw1 instead when vm-run --provider siw set KRPING_PROVIDER=siw.
 SERVER_ADDR = "10.9.0.1"
 CLIENT_ADDR = "10.9.0.2"
 SERVER_IF = "va"
 CLIENT_IF = "vb"
-RDMA_DEVICES = ("rxe0", "rxe1")
+PROVIDER = os.environ.get("KRPING_PROVIDER", "rxe")
+RDMA_DEVICES = (PROVIDER + "0", PROVIDER + "1")
+# iWARP: READ sinks need remote write access, read_inv is allowed, no GIDs
+# to wait for.
+IWARP = PROVIDER == "siw"
 
 # TCG is slow: a 10-iteration ping takes about a second, a connection
-# attempt a few. Every wait in the suite is bounded by one of these.
-TIMEOUT = float(os.environ.get("KRPING_TEST_TIMEOUT", "60"))
-SHORT_TIMEOUT = 30.0
+# attempt a few; the debug kernel (KRPING_SLOW=1: KASAN, lockdep, kmemleak)
+# is several times slower again. Every wait in the suite is bounded by one
+# of these.
+SLOW = os.environ.get("KRPING_SLOW", "0") == "1"
+TIMEOUT = float(os.environ.get("KRPING_TEST_TIMEOUT", "180" if SLOW else "60"))
+SHORT_TIMEOUT = 90.0 if SLOW else 30.0
 
 STATES = ("idle", "resolving", "listening", "connecting", "running",
           "done", "failed", "stopped")
