@@ -7,7 +7,9 @@
 # and publish it as $KRPING_CACHE/ko/<release>/rdma_krping.ko (the default
 # module of vm-run; removed when the build fails, so no test runs a stale
 # module), and the ropcie provider next to it as ropcie.ko (and its
-# negative test module ropcie_test.ko). Builds from a fresh copy of the project sources (out-of-tree kbuild writes its
+# negative test module ropcie_test.ko). For a kernel with CONFIG_KUNIT=y
+# (the debug kernel) the KUnit suites are built as modules too and
+# published in $KRPING_CACHE/ko/<release>/kunit/. Builds from a fresh copy of the project sources (out-of-tree kbuild writes its
 # objects next to the sources, so each kernel needs its own copy; a clean
 # copy every time also means warnings are never hidden by a stale object).
 # A kernel passes only if make succeeds and prints no "warning:" (compiler
@@ -57,8 +59,13 @@ for want in "$@"; do
 	mkdir -p "$dir"
 	copy_sources "$dir"
 	rc=0
+	kunit=()
+	if grep -q '^CONFIG_KUNIT=y' "/usr/src/linux-headers-$kver/.config" 2>/dev/null; then
+		kunit=(CONFIG_KRPING_OPTIONS_KUNIT_TEST=m CONFIG_KRPING_LATENCY_KUNIT_TEST=m
+			CONFIG_ROPCIE_RING_KUNIT_TEST=m)
+	fi
 	make -C "/usr/src/linux-headers-$kver" M="$dir" CONFIG_RDMA_KRPING=m \
-		CONFIG_ROPCIE=m CONFIG_ROPCIE_TEST=m \
+		CONFIG_ROPCIE=m CONFIG_ROPCIE_TEST=m "${kunit[@]}" \
 		W=1 -j"$(nproc)" modules >"$log" 2>&1 || rc=$?
 	warnings=$(grep -i 'warning:' "$log" | grep -vF "$NOT_A_WARNING" || true)
 	secs=$(tb_elapsed "$start")
@@ -73,6 +80,11 @@ for want in "$@"; do
 			cp "$dir/$m.ko" "${pub%/*}/$m.ko.tmp.$$"
 			mv -f "${pub%/*}/$m.ko.tmp.$$" "${pub%/*}/$m.ko"
 		done
+		rm -rf "${pub%/*}/kunit"
+		if ((${#kunit[@]})); then
+			mkdir -p "${pub%/*}/kunit"
+			cp "$dir"/kunit/*.ko "${pub%/*}/kunit/"
+		fi
 		out+="ok $n build $kver W=1"$'\n'
 		tb_log "$kver: ok in ${secs}s -> $pub"
 	else

@@ -22,14 +22,18 @@ tb_die() { tb_log "error: $*"; exit 1; }
 
 # tb_kver SERIES|RELEASE: print the newest installed kernel release of a
 # series (e.g. 6.12 -> 6.12.117+deb12-amd64) that has modules, headers and
-# a bootable image. A full release name is checked and echoed back.
+# a bootable image. The series "debug" is the test bed's own debug kernel
+# (6.12.<n>-kdebug, see debug-kernel.sh), never picked for "6.12". A full release name is checked and echoed back.
 # Versions move with every Debian point release, so never hard-code them.
 tb_kver() {
 	local want=$1 dir rel best=
 	for dir in /lib/modules/*/; do
 		rel=$(basename "$dir")
-		case "$rel" in
-		"$want" | "$want".* | "$want"-*) ;;
+		case "$want:$rel" in
+		debug:*-kdebug) ;;	# scripts/testbed/debug-kernel.sh
+		*-kdebug:*) [[ $rel == "$want" ]] || continue ;;
+		*:*-kdebug) continue ;;	# only when asked for
+		"$want:$want" | "$want:$want".* | "$want:$want"-*) ;;
 		*) continue ;;
 		esac
 		[[ -d /usr/src/linux-headers-$rel && -f /boot/vmlinuz-$rel ]] || continue
@@ -46,3 +50,6 @@ tb_kver() {
 # tb_now: seconds since the epoch with a fraction, for stage timings.
 tb_now() { date +%s.%N; }
 tb_elapsed() { awk -v a="$1" -v b="$(tb_now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# tb_is_debug RELEASE: is it the test bed's debug kernel?
+tb_is_debug() { [[ $1 == *-kdebug ]]; }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Usage: scripts/testbed/debug-kernel.sh [--release]
+# Build (once) the test bed's debug kernel from Debian's linux-source-6.12:
+# x86_64_defconfig + kvm_guest.config + scripts/testbed/debug.config (KASAN,
+# lockdep, kmemleak, debug objects, KUnit, rxe, siw, NTB, 9p root built in).
+# The build is cached in
+#   $KRPING_CACHE/debug-kernel/<key>/   key = source version + config + this script
+# and made visible where the rest of the test bed looks for kernels:
+#   /boot/vmlinuz-<release>, /lib/modules/<release> (with build -> the
+#   kbuild dir), /usr/src/linux-headers-<release>
+# so build.sh, initramfs.sh and vm-run take it as `--kver debug`.
+# Prints the release (e.g. 6.12.117-kdebug) on stdout; --release prints it
+# only if the cached kernel is complete, and fails otherwise (no build).
+# The build log is $KRPING_CACHE/debug-kernel/<key>/build.log; each step
+# prints its time on stderr.
+set -euo pipefail
+# shellcheck source=scripts/testbed/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+only_release=0
+[[ ${1:-} == --release ]] && only_release=1
+
+tarball=${KRPING_LINUX_SOURCE:-/usr/src/linux-source-6.12.tar.xz}
+fragment=$TB_DIR/debug.config
+jobs=${KRPING_DEBUG_JOBS:-$(($(nproc) + 1))}
+
+version=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || stat -c %s-%Y "$tarball")
+key=$( { echo "$version"; cat "$fragment"; sed -n '/^# --- build/,$p' "$0"; } | sha256sum | cut -c1-12)
+base=$KRPING_CACHE/debug-kernel
+top=$base/$key
+build=$top/build
+stamp=$top/.complete
+
+# publish RELEASE: the links that make the kernel look installed.
+publish() {
+	local rel=$1
+	ln -sfn "$top/modules/lib/modules/$rel" "/lib/modules/$rel"
+	ln -sfn "$build" "/usr/src/linux-headers-$rel"
+	ln -sfn "$top/bzImage" "/boot/vmlinuz-$rel"
+}
+
+if [[ -f $stamp ]]; then
+	rel=$(<"$stamp")
+	publish "$rel"
+	echo "$rel"
+	exit 0
+fi
+((only_release)) && tb_die "debug kernel $key not built (run $0)"
+
+# --- build ----------------------------------------------------------------
+[[ -r $tarball ]] || tb_die "$tarball missing (scripts/testbed/deps.sh installs linux-source-6.12)"
+mkdir -p "$base"
+exec {lock}>"$base/.lock"
+flock "$lock"
+[[ -f $stamp ]] && exec "$0" "$@"	# built by the run we waited for
+
+t0=$(tb_now)
+# A pristine tree of its own: kunit.sh hooks drivers/krping into its copy.
+src=$base/src-$(printf '%s' "$version" | tr -c 'A-Za-z0-9.+-' '_')
+if [[ ! -f $src/.extracted ]]; then
+	rm -rf "$src"
+	mkdir -p "$src"
+	tb_log "extracting $tarball"
+	tar -C "$src" --strip-components=1 -xf "$tarball"
+	touch "$src/.extracted"
+	tb_log "extracted in $(tb_elapsed "$t0") s"
+fi
+
+rm -rf "$top"
+mkdir -p "$build"
+log=$top/build.log
+t1=$(tb_now)
+# Kconfig spells "no" as a comment; the fragment says =n for readability.
+sed -E 's/^(CONFIG_[A-Za-z0-9_]+)=n$/# \1 is not set/' "$fragment" >"$top/debug.config"
+{
+	make -C "$src" O="$build" x86_64_defconfig kvm_guest.config
+	"$src/scripts/kconfig/merge_config.sh" -m -O "$build" "$build/.config" "$top/debug.config"
+	make -C "$src" O="$build" olddefconfig
+} >"$log" 2>&1 || { tail -n 30 "$log" >&2; tb_die "configuring failed (log $log)"; }
+# Fail early if a checker did not survive the dependency resolution.
+for opt in KASAN PROVE_LOCKING DEBUG_KMEMLEAK DEBUG_OBJECTS DEBUG_ATOMIC_SLEEP \
+	DETECT_HUNG_TASK SOFTLOCKUP_DETECTOR KUNIT CONFIGFS_FS 9P_FS NET_9P_VIRTIO; do
+	grep -q "^CONFIG_$opt=y" "$build/.config" || tb_die "CONFIG_$opt=y did not stick (see $build/.config)"
+done
+for opt in INFINIBAND RDMA_RXE RDMA_SIW NTB VETH; do
+	grep -q "^CONFIG_$opt=[ym]" "$build/.config" || tb_die "CONFIG_$opt did not stick (see $build/.config)"
+done
+tb_log "configured in $(tb_elapsed "$t1") s; building with -j$jobs (log $log)"
+
+t2=$(tb_now)
+make -C "$src" O="$build" -j"$jobs" bzImage modules >>"$log" 2>&1 ||
+	{ grep -E 'error|Error' "$log" | head -n 30 >&2; tb_die "build failed (log $log)"; }
+tb_log "built in $(tb_elapsed "$t2") s"
+
+rel=$(make -s -C "$src" O="$build" kernelrelease 2>/dev/null | tail -n 1)
+make -C "$src" O="$build" INSTALL_MOD_PATH="$top/modules" INSTALL_MOD_STRIP=1 \
+	DEPMOD=/bin/true modules_install >>"$log" 2>&1 || tb_die "modules_install failed (log $log)"
+rm -f "$top/modules/lib/modules/$rel/build" "$top/modules/lib/modules/$rel/source"
+ln -s "$build" "$top/modules/lib/modules/$rel/build"
+depmod -b "$top/modules" "$rel"
+cp "$build/arch/x86/boot/bzImage" "$top/bzImage"
+# Only the newest debug build stays: they are a few GB each.
+for old in "$base"/*/; do
+	[[ ${old%/} == "$top" || ${old%/} == "$src" ]] && continue
+	[[ -f $old/.complete || -d $old/build ]] && rm -rf "$old"
+done
+echo "$rel" >"$stamp"
+publish "$rel"
+tb_log "debug kernel $rel ready in $(tb_elapsed "$t0") s"
+echo "$rel"
