@@ -696,3 +696,117 @@ def bandwidth_problems(bw, size):
         p.append(f"msgs_per_sec={bw['msgs_per_sec']}, {msgs} msgs/duration "
                  f"gives {mps:.3f}")
     return p
+
+
+# --- leaks: memory, krping's own objects, kmemleak --------------------------
+
+MEMINFO_KEYS = ("MemAvailable", "Slab", "SUnreclaim", "Percpu", "VmallocUsed")
+
+
+def meminfo():
+    """/proc/meminfo as {key: kB}."""
+    info = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            fields = rest.split()
+            if fields:
+                info[key] = int(fields[0])
+    return info
+
+
+def memory_snapshot(settle=1.0):
+    """meminfo figures with the noise taken out as far as we can: wait for
+    RCU-freed objects (task structs of ended kthreads) to go, drop the page
+    cache and reclaimable slabs, and give empty slabs back to the page
+    allocator (/sys/kernel/slab/*/shrink)."""
+    time.sleep(settle)
+    for _ in range(2):
+        write_errno("/proc/sys/vm/drop_caches", "3")
+        for shrink in Path("/sys/kernel/slab").glob("*/shrink"):
+            write_errno(shrink, "1")
+    info = meminfo()
+    return {k: info.get(k, 0) for k in MEMINFO_KEYS}
+
+
+def memory_growth(before, after):
+    """{key: kB more in after} (MemAvailable: kB less)."""
+    growth = {k: after[k] - before[k] for k in MEMINFO_KEYS}
+    growth["MemAvailable"] = -growth["MemAvailable"]
+    return growth
+
+
+def assert_memory_returned(before, tolerance_kb=1024, after=None):
+    """Unreclaimable slab and available memory back within tolerance_kb of
+    before (both memory_snapshot()s); returns the growth."""
+    after = memory_snapshot() if after is None else after
+    growth = memory_growth(before, after)
+    over = {k: v for k, v in growth.items()
+            if k in ("SUnreclaim", "MemAvailable") and v > tolerance_kb}
+    if over:
+        raise KrpingError(f"memory not returned (tolerance {tolerance_kb} kB):"
+                          f" growth {growth} kB; before {before}, after {after}")
+    return growth
+
+
+KMEMLEAK = Path("/sys/kernel/debug/kmemleak")
+_kmemleak_seen = set()
+
+
+def kmemleak_scan():
+    """Trigger a kmemleak scan; return the reports not returned before (a
+    list of text blocks), or None on kernels without kmemleak. An object is
+    only reported once it has been unreferenced for 5 s: call this a few
+    seconds after the objects should have been freed."""
+    if not KMEMLEAK.exists():
+        return None
+    if write_errno(KMEMLEAK, "scan"):
+        return None
+    text = read_text(KMEMLEAK)
+    blocks, cur = [], []
+    for line in text.splitlines():
+        if line.startswith("unreferenced object") and cur:
+            blocks.append("\n".join(cur))
+            cur = []
+        cur.append(line)
+    if cur:
+        blocks.append("\n".join(cur))
+    new = [b for b in blocks if b.splitlines()[0] not in _kmemleak_seen]
+    _kmemleak_seen.update(b.splitlines()[0] for b in new)
+    return new
+
+
+def krping_leftovers():
+    """What of krping is still there: configfs and sysfs session dirs and
+    krping/ kthreads (an empty list when nothing is)."""
+    left = [f"configfs {n}" for n in sorted(os.listdir(CONFIGFS))]
+    left += [f"sysfs {n}" for n in sorted(os.listdir(SYSFS))]
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/comm") as f:
+                comm = f.read().rstrip("\n")
+        except OSError:
+            continue
+        if comm.startswith("krping/"):
+            left.append(f"kthread {entry.name} {comm}")
+    return left
+
+
+def rdma_resource_counts():
+    """{kind: count} of the RDMA resources (qp, cq, pd, mr, cm_id) that
+    `rdma resource show` lists for kernel users other than ib_core's own
+    (its GSI QPs, MAD CQs and PDs), or None without the rdma tool."""
+    counts = {}
+    for kind in ("qp", "cq", "pd", "mr", "cm_id"):
+        cp = run(["rdma", "-j", "resource", "show", kind], check=False)
+        if cp.returncode != 0:
+            return None
+        try:
+            entries = json.loads(cp.stdout or "[]")
+        except ValueError:
+            return None
+        counts[kind] = sum(1 for e in entries
+                           if e.get("comm") not in ("[ib_core]", "ib_core"))
+    return counts

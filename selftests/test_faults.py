@@ -1,0 +1,319 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Faults under a live ping: the server's session, link or RDMA device
+goes away in the middle of a run, or someone tries to unload the module.
+
+The pair runs on the server address 10.9.0.2 (vb, rxe1 or siw1): rdma_cm
+binds both ends of a connection to a local address to the device that
+owns it, so a fault on that device hits the client too, and the test bed
+is put back together after each fault (netdev up, device re-created if
+needed, a fresh pair runs there) so later tests find it as it was.
+
+What each test proves: the sessions end (failed, with an errno of a
+small documented set: see krping/conn.c) within FAULT_MAX seconds,
+their counters stay consistent, and afterwards nothing of the run is
+left: no session directory, no krping kthread, no QP, CQ, PD, MR or
+cm_id of krping in `rdma resource show`.
+
+test_lifecycle.py already covers rmdir/stop of either side of a running
+pair (test_peer_vanishes_mid_run, test_rmdir_running_server, ...) and
+test_module.py rmmod refused while an idle or listening session exists.
+"""
+
+import errno
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from lib import krping
+
+# The fault hits the server's address, netdev and device.
+ADDR = krping.CLIENT_ADDR
+NETDEV = krping.CLIENT_IF
+DEVICE = krping.RDMA_DEVICES[1]
+OTHER_NETDEV = krping.SERVER_IF
+OTHER_DEVICE = krping.RDMA_DEVICES[0]
+
+FAULT_MAX = 90.0 if krping.SLOW else 30.0
+STOP_MAX = 20.0
+
+E = errno
+# What krping/conn.c reports when the peer or the device goes away:
+# DISCONNECTED or a flushed completion -> ECONNRESET, DEVICE_REMOVAL ->
+# ENODEV, a work completion error -> EIO / ETIMEDOUT (retries exceeded),
+# address/route errors -> EHOSTUNREACH / ENETUNREACH.
+FAULT_ERRNOS = {
+    "rmdir": {E.ECONNRESET, E.ETIMEDOUT, E.EIO},
+    "link_down": {E.ECONNRESET, E.ETIMEDOUT, E.EIO, E.ENETDOWN,
+                  E.ENETUNREACH, E.EHOSTUNREACH},
+    "link_delete": {E.ENODEV, E.ECONNRESET},
+}
+
+
+def sh(*cmd, check=True):
+    return krping.run(list(cmd), check=check)
+
+
+def device_exists(dev):
+    return os.path.isdir(f"/sys/class/infiniband/{dev}")
+
+
+def port_active(dev):
+    try:
+        with open(f"/sys/class/infiniband/{dev}/ports/1/state") as f:
+            return "ACTIVE" in f.read()
+    except OSError:
+        return False
+
+
+def gsi_in_error(dev):
+    """rxe: is the device's GSI QP (QP1, the CM's MADs) in the error
+    state? A MAD send that fails while the link is down leaves it there
+    for good (ib_mad cannot bring an rxe QP back from ERR), and the
+    device then takes no new connection."""
+    cp = sh("rdma", "-j", "resource", "show", "qp", check=False)
+    if cp.returncode:
+        return False
+    try:
+        qps = json.loads(cp.stdout or "[]")
+    except ValueError:
+        return False
+    return any(q.get("ifname") == dev and q.get("lqpn") == 1 and
+               q.get("state") == "ERR" for q in qps)
+
+
+def recreate(dev, netdev):
+    if device_exists(dev):
+        sh("rdma", "link", "delete", dev)
+    sh("rdma", "link", "add", dev, "type", krping.PROVIDER, "netdev", netdev)
+    krping.wait_for(lambda: port_active(dev), timeout=30,
+                    what=f"{dev} ACTIVE")
+
+
+def pair_works(addr):
+    """A fresh 2-iteration pair runs on addr: 'done' both, or a reason."""
+    pool = krping.SessionPool()
+    try:
+        srv, cli = pool.pair(count=2, size=64, addr=addr, validate=1)
+        ends = krping.run_pair(srv, cli, timeout=20)
+        if ends != ("done", "done"):
+            return f"{ends}: {srv.describe()} | {cli.describe()}"
+        return None
+    except krping.KrpingError as e:
+        return str(e)
+    finally:
+        pool.cleanup()
+
+
+def restore_testbed():
+    """Both netdevs up, both devices there and ACTIVE, and a pair runs on
+    each address; re-create a device that does not work any more."""
+    notes = []
+    for netdev in (NETDEV, OTHER_NETDEV):
+        sh("ip", "link", "set", netdev, "up")
+    for dev, netdev, addr in ((DEVICE, NETDEV, ADDR),
+                              (OTHER_DEVICE, OTHER_NETDEV,
+                               krping.SERVER_ADDR)):
+        if not device_exists(dev):
+            sh("rdma", "link", "add", dev, "type", krping.PROVIDER,
+               "netdev", netdev)
+        krping.wait_for(lambda: port_active(dev), timeout=30,
+                        what=f"{dev} ACTIVE")
+        if gsi_in_error(dev):
+            notes.append(f"{dev}: GSI QP in ERR, re-created")
+            recreate(dev, netdev)
+        why = pair_works(addr)
+        if why:
+            notes.append(f"{dev}: no pair ran ({why}), re-created")
+            recreate(dev, netdev)
+            why = pair_works(addr)
+            assert why is None, f"{dev} still broken after re-creation: {why}"
+    return notes
+
+
+@pytest.fixture
+def testbed():
+    """Baseline of krping's RDMA resources; the test bed put back after."""
+    leftovers = krping.krping_leftovers()
+    assert not leftovers, f"left by earlier tests: {leftovers}"
+    base = krping.rdma_resource_counts()
+    yield base
+    notes = restore_testbed()
+    if notes:
+        print("test bed restored: " + "; ".join(notes))
+
+
+def live_pair(pool, count=1000000):
+    """A pair on ADDR in the middle of a validated ping run."""
+    srv, cli = pool.pair(count=count, size=64, addr=ADDR, validate=1)
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    cli.expect_state("running")
+    srv.expect_state("running")
+    krping.wait_for(lambda: cli.stat("iterations") >= 3,
+                    what="3 client iterations")
+    assert srv.device == cli.device == DEVICE, cli.describe()
+    return srv, cli
+
+
+def first_end(sessions, timeout):
+    """Wait until one of sessions has ended; return it."""
+    def ended():
+        for s in sessions:
+            if s.state in krping.TERMINAL:
+                return s
+        return None
+    return krping.wait_for(ended, timeout=timeout, interval=0.05,
+                           what="a session to end")
+
+
+def check_failed(sess, fault, t0):
+    """sess ended failed, with an errno of the fault's set, in time, with
+    consistent counters."""
+    end = sess.wait_end(max(0.1, FAULT_MAX - (time.monotonic() - t0)))
+    took = time.monotonic() - t0
+    assert end == "failed", f"{fault}: {sess.describe()}"
+    assert -sess.error in FAULT_ERRNOS[fault], \
+        f"{fault}: unexpected error: {sess.describe()}"
+    assert sess.get("start") == "0"
+    problems = krping.partial_ping_problems(sess.get("role"), sess.stats(), 64)
+    assert not problems, f"{fault}: {sess.describe()}: {problems}"
+    assert took < FAULT_MAX
+    print(f"{fault}: {sess.name} ({sess.get('role')}) failed "
+          f"{krping.errname(sess.error)} after {took:.2f}s")
+    return sess.error
+
+
+def check_nothing_left(pool, base):
+    assert pool.cleanup() == []
+    krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
+                    what="no krping sessions or kthreads")
+    if base is not None:
+        now = krping.rdma_resource_counts()
+        assert now == base, f"RDMA resources before {base}, after {now}"
+
+
+def inject(fault, srv, cli):
+    """Break the server's side; return the sessions that must end."""
+    if fault == "rmdir":
+        assert srv.remove() < STOP_MAX
+        assert not srv.sys.exists()
+        return [cli]
+    if fault == "link_delete":
+        # returns once rdma_cm's DEVICE_REMOVAL handlers are through
+        sh("rdma", "link", "delete", DEVICE)
+        assert not device_exists(DEVICE)
+        return [srv, cli]
+    sh("ip", "link", "set", NETDEV, "down")
+    return [srv, cli]
+
+
+def check_waiting_peer(sess):
+    """A session left waiting for a message that cannot come: it makes no
+    progress, and start=0 stops it at once with consistent counters."""
+    print(f"link_down: {sess.name} ({sess.get('role')}) still {sess.state}:"
+          f" waiting for its peer's next message")
+    assert sess.state == "running", sess.describe()
+    st = sess.stats()
+    time.sleep(1)
+    assert sess.stats() == st, f"progress on a dead link: {sess.describe()}"
+    t0 = time.monotonic()
+    sess.stop()
+    assert time.monotonic() - t0 < STOP_MAX
+    assert sess.state == "stopped" and sess.error == 0, sess.describe()
+    problems = krping.partial_ping_problems(sess.get("role"), sess.stats(), 64)
+    assert not problems, f"{sess.describe()}: {problems}"
+
+
+@pytest.mark.parametrize("fault", ["rmdir", "link_delete", "link_down"])
+def test_server_fault_mid_run(pool, testbed, fault):
+    """The server's side goes away in the middle of a validated run.
+
+    rmdir of the server: the client fails (ECONNRESET). `rdma link
+    delete` of the device: rdma_cm's DEVICE_REMOVAL fails both (ENODEV)
+    before the delete returns, and they release all they had on it.
+    `ip link set down` of the netdev: the side that has work in flight
+    (or posts the next) fails at once, its packets have no route; both
+    ends are on this device, so that is always one of them. The other
+    may only be waiting for its peer's next message, which cannot come:
+    no CM message gets through either (rxe's GSI QP ends in ERR, see
+    gsi_in_error) and krping has no keepalive. It must then make no
+    progress, and start=0 must stop it at once.
+    Every end is within FAULT_MAX, and nothing of the runs is left.
+    """
+    srv, cli = live_pair(pool)
+    t0 = time.monotonic()
+    try:
+        must_end = inject(fault, srv, cli)
+        if fault == "link_down":
+            first = first_end(must_end, FAULT_MAX)
+            check_failed(first, fault, t0)
+            other = cli if first is srv else srv
+            try:
+                other.wait_end(5)
+            except krping.StateTimeout:
+                check_waiting_peer(other)
+            else:
+                check_failed(other, fault, t0)
+        else:
+            errs = [check_failed(s, fault, t0) for s in must_end]
+            if fault == "link_delete":
+                assert -errno.ENODEV in errs, \
+                    f"{srv.describe()} | {cli.describe()}"
+    finally:
+        if fault == "link_down":
+            sh("ip", "link", "set", NETDEV, "up", check=False)
+    check_nothing_left(pool, testbed)
+    notes = restore_testbed()
+    if notes:
+        print(f"{fault}: test bed restored: " + "; ".join(notes))
+
+
+@pytest.fixture
+def module_kept():
+    """Whatever happens, leave rdma_krping loaded (KRPING_KO) after."""
+    if not krping.module_loaded():
+        pytest.skip(f"{krping.MODULE} is built in or not loaded")
+    yield
+    ko = os.environ.get("KRPING_KO", "")
+    if not krping.module_loaded() and ko:
+        subprocess.run(["insmod", ko], capture_output=True, timeout=60)
+
+
+def test_rmmod_refused_under_running_pair(pool, module_kept):
+    """rmmod while a pair is in the middle of a run is refused (EAGAIN, as
+    delete_module(2) answers for a module in use; rmmod says "in use"),
+    the module's reference count does not move, the run goes on
+    undisturbed and completes with exact counters, and a new pair runs
+    after. (test_module.py unloads the module for real.)"""
+    count, size = 2000, 1024
+    srv, cli = pool.pair(count=count, size=size, addr=ADDR, validate=1)
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    cli.expect_state("running")
+    krping.wait_for(lambda: cli.stat("iterations") >= 3,
+                    what="3 client iterations")
+    refcnt = krping.module_refcnt()
+    for _ in range(3):
+        err = krping.delete_module()
+        assert err in (errno.EAGAIN, errno.EBUSY), krping.errname(err)
+    cp = subprocess.run(["rmmod", krping.MODULE], capture_output=True,
+                        text=True, timeout=60)
+    assert cp.returncode != 0 and "in use" in cp.stderr, cp.stderr
+    assert krping.module_loaded()
+    assert krping.module_refcnt() == refcnt
+    assert cli.state == "running" and srv.state == "running", \
+        f"{srv.describe()} | {cli.describe()}"
+    assert (srv.wait_end(), cli.wait_end()) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    assert cli.stats() == krping.ping_stats("client", count, size)
+    assert srv.stats() == krping.ping_stats("server", count, size)
+    # refused again once the runs are over (the directories pin it)
+    err = krping.delete_module()
+    assert err in (errno.EAGAIN, errno.EBUSY), krping.errname(err)
+    srv2, cli2 = pool.pair(count=3, size=64, validate=1)
+    assert krping.run_pair(srv2, cli2) == ("done", "done")
