@@ -736,16 +736,20 @@ def memory_growth(before, after):
     return growth
 
 
-def assert_memory_returned(before, tolerance_kb=1024, after=None):
-    """Unreclaimable slab and available memory back within tolerance_kb of
-    before (both memory_snapshot()s); returns the growth."""
+def assert_memory_returned(before, tolerance_kb=1024, avail_tolerance_kb=4096,
+                           after=None):
+    """Unreclaimable slab back within tolerance_kb and available memory
+    within avail_tolerance_kb of before (both memory_snapshot()s; the
+    test's own python heap counts in MemAvailable); returns the growth.
+    Measured noise of a repeated load on the TCG guest: about 200 kB of
+    SUnreclaim and 1 MB of MemAvailable either way."""
     after = memory_snapshot() if after is None else after
     growth = memory_growth(before, after)
-    over = {k: v for k, v in growth.items()
-            if k in ("SUnreclaim", "MemAvailable") and v > tolerance_kb}
+    limits = {"SUnreclaim": tolerance_kb, "MemAvailable": avail_tolerance_kb}
+    over = {k: v for k, v in growth.items() if k in limits and v > limits[k]}
     if over:
-        raise KrpingError(f"memory not returned (tolerance {tolerance_kb} kB):"
-                          f" growth {growth} kB; before {before}, after {after}")
+        raise KrpingError(f"memory not returned (tolerance {limits} kB): "
+                          f"growth {growth} kB; before {before}, after {after}")
     return growth
 
 
