@@ -11,6 +11,7 @@
 
 #include <linux/kobject.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include "krping.h"
@@ -60,13 +61,18 @@ static ssize_t device_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute device_attr = __ATTR_RO(device);
 
-/* Writing 1 zeroes the results of a session that is not running. */
+/*
+ * Writing 1 zeroes the results of a session that is not running. sysfs
+ * hands over a NUL-terminated copy of the write: a NUL inside it would
+ * end the string early, so "1\0junk" is refused as the configfs
+ * attributes refuse it.
+ */
 static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
 			   const char *buf, size_t len)
 {
 	int ret;
 
-	if (!sysfs_streq(buf, "1"))
+	if (strnlen(buf, len) != len || !sysfs_streq(buf, "1"))
 		return -EINVAL;
 	ret = krping_session_reset(kobj_to_session(kobj));
 	return ret ? ret : len;
