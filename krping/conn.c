@@ -249,6 +249,30 @@ static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
+/*
+ * The port under the run went down (or the device died): end the run.
+ * A side that only waits for its peer's next message would not learn it
+ * otherwise, as no CM message reaches it either.
+ */
+static void krping_port_event(struct ib_event_handler *handler,
+			      struct ib_event *ev)
+{
+	struct krping_run *run = container_of(handler, struct krping_run,
+					      port_events);
+
+	switch (ev->event) {
+	case IB_EVENT_PORT_ERR:
+		if (ev->element.port_num == run->port_num)
+			krping_fail(run, -ENETDOWN);
+		break;
+	case IB_EVENT_DEVICE_FATAL:
+		krping_fail(run, -EIO);
+		break;
+	default:
+		break;
+	}
+}
+
 static int krping_wc_errno(enum ib_wc_status status)
 {
 	switch (status) {
@@ -444,6 +468,10 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 
 	run->conn_id = id;
 	krping_session_set_device(run->sess, dev);
+
+	run->port_num = id->port_num;
+	INIT_IB_EVENT_HANDLER(&run->port_events, dev, krping_port_event);
+	ib_register_event_handler(&run->port_events);
 
 	if (o->read_inv && !rdma_cap_read_inv(dev, id->port_num))
 		return -EOPNOTSUPP;
@@ -646,6 +674,8 @@ void krping_teardown(struct krping_run *run)
 	bool server = run->opts->role == KRPING_ROLE_SERVER;
 	struct rdma_cm_id *child;
 
+	if (run->port_events.device)
+		ib_unregister_event_handler(&run->port_events);
 	if (server && run->cm_id) {
 		rdma_destroy_id(run->cm_id);
 		run->cm_id = NULL;

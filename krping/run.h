@@ -116,6 +116,10 @@ struct krping_run {
 	struct ib_cq *cq;
 	struct ib_qp *qp;
 
+	/* Port events of the run's device (registered once set up). */
+	struct ib_event_handler port_events;
+	u32 port_num;
+
 	unsigned long cm_flags;
 	int error;
 	bool disconnected;
