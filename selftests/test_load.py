@@ -145,7 +145,10 @@ def test_count0_pairs_stopped_after_a_while(pool):
         end = srv.wait_end(krping.SHORT_TIMEOUT)
         assert end in ("done", "failed"), srv.describe()
         if end == "failed":
-            assert srv.error == -errno.ECONNRESET, srv.describe()
+            # documented: ECONNRESET, or ETIMEDOUT when the transport's
+            # retries ran out before the disconnect arrived
+            assert -srv.error in (errno.ECONNRESET, errno.ETIMEDOUT), \
+                srv.describe()
         else:
             assert srv.error == 0
         problems = krping.partial_ping_problems("server", srv.stats(), size)
