@@ -8,8 +8,11 @@
 #   make deps             install the Debian packages the test bed needs
 #   make build            W=1 builds for 6.12 and 6.1 in $KRPING_CACHE
 #   make check            deps, builds, KUnit, selftests (6.12 VM), smoke
-#                         (6.1 VM), summary; last line "N passed, N failed, ..."
-#   make check-STAGE      one stage of check (deps build kunit selftests smoke)
+#                         (6.1 VM), the debug kernel (KASAN, lockdep,
+#                         kmemleak) with KUnit and the selftests over rxe
+#                         and siw, summary; last line "N passed, N failed, ..."
+#   make check-STAGE      one stage of check (deps build kunit selftests smoke
+#                         debug-kernel debug-kunit debug-rxe debug-siw)
 #   make run              deps, builds, then the demo in a 6.12 VM
 #   make vm CMD='...'     run CMD in a VM (KVER=6.12|6.1; see scripts/testbed/vm-run)
 #   make bench            krping against perftest on rxe in a 6.12 VM (not in check)
@@ -24,8 +27,10 @@ KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
 KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
-.PHONY: all modules clean deps build check check-deps check-build check-kunit \
-	check-selftests check-smoke run vm
+CHECK_STAGES := deps build kunit selftests smoke debug-kernel debug-kunit debug-rxe debug-siw
+
+.PHONY: all modules clean deps build check run vm \
+	$(addprefix check-,$(CHECK_STAGES))
 
 all: modules
 
@@ -53,7 +58,7 @@ build: deps
 check:
 	@$(TB)/check.sh
 
-check-deps check-build check-kunit check-selftests check-smoke:
+$(addprefix check-,$(CHECK_STAGES)):
 	@$(TB)/check.sh $(@:check-%=%)
 
 run: deps

@@ -11,6 +11,16 @@
 #                                                 selftests-<kver>-dmesg.tap
 #   smoke      selftests/smoke_ping.sh in a 6.1 VM  -> smoke-<kver>.tap,
 #                                                 smoke-<kver>-dmesg.tap
+#   debug-kernel  the debug kernel (debug-kernel.sh: KASAN, lockdep,
+#              kmemleak, ...; cached) and the modules built for it, W=1
+#                                              -> debug-kernel.tap,
+#                                                 debug-kernel-build.tap
+#   debug-kunit   the KUnit modules loaded in a debug-kernel VM (2 CPUs)
+#                                              -> debug-kunit.tap (+ -dmesg)
+#   debug-rxe  selftests/run_tests.sh on the debug kernel over rxe, then a
+#              kmemleak scan and module unload -> debug-rxe.tap (+ -dmesg)
+#   debug-siw  the same over siw (iWARP), without test_ropcie.py (ropcie
+#              brings its own device; debug-rxe ran it) -> debug-siw.tap
 # Every stage runs even when an earlier one failed; each prints its time.
 # Results go to $KRPING_RESULTS (default <repo>/results): the TAP files,
 # <stage>.rc/.time/.log, and the VM output dirs vm-<stage>-<kver>/.
@@ -21,12 +31,13 @@
 #   KRPING_VM_TIMEOUT (default: selftests/settings timeout= + 300 s),
 #   KRPING_KUNIT_TIMEOUT (default 2400 s),
 #   KRPING_SELFTESTS_KVER (default 6.12), KRPING_SMOKE_KVER (default 6.1),
-#   KRPING_BUILD_KVERS (default "6.12 6.1").
+#   KRPING_BUILD_KVERS (default "6.12 6.1"),
+#   KRPING_DEBUG_VM_TIMEOUT (default 2400 s per debug-kernel VM).
 set -euo pipefail
 # shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-ALL=(deps build kunit selftests smoke)
+ALL=(deps build kunit selftests smoke debug-kernel debug-kunit debug-rxe debug-siw)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
 SMOKE_KVER=${KRPING_SMOKE_KVER:-6.1}
@@ -102,6 +113,45 @@ vm_stage() {
 
 stage_selftests() { vm_stage selftests "$SELFTESTS_KVER" selftests/run_tests.sh; }
 stage_smoke() { vm_stage smoke "$SMOKE_KVER" selftests/smoke_ping.sh; }
+
+stage_debug-kernel() {
+	local rel start
+	start=$(tb_now)
+	if ! rel=$("$TB_DIR/debug-kernel.sh"); then
+		printf 'TAP version 13\n1..1\nnot ok 1 debug kernel build\n' >"$RESULTS/debug-kernel.tap"
+		return 1
+	fi
+	printf 'TAP version 13\n1..1\nok 1 debug kernel %s ready in %s s\n' \
+		"$rel" "$(tb_elapsed "$start")" >"$RESULTS/debug-kernel.tap"
+	"$TB_DIR/build.sh" --tap "$RESULTS/debug-kernel-build.tap" "$rel"
+}
+
+# debug_vm STAGE VM-RUN-ARGS... -- COMMAND: COMMAND in a debug-kernel VM.
+debug_vm() {
+	local stage=$1 rel
+	shift
+	if ! rel=$("$TB_DIR/debug-kernel.sh" --release 2>/dev/null) ||
+		[[ ! -f $KRPING_CACHE/ko/$rel/rdma_krping.ko ]]; then
+		# The debug-kernel stage has already counted this as a failure.
+		skip_tap "$RESULTS/$stage.tap" "$stage" "no debug kernel or modules (see stage debug-kernel)"
+		return 0
+	fi
+	"$TB_DIR/vm-run" --kver "$rel" --out "$RESULTS/vm-$stage" \
+		--timeout "${KRPING_DEBUG_VM_TIMEOUT:-2400}" \
+		--dmesg-tap "$RESULTS/$stage-dmesg.tap" "$@" | tee "$RESULTS/$stage.tap"
+}
+
+stage_debug-kunit() {
+	local rel
+	rel=$("$TB_DIR/debug-kernel.sh" --release 2>/dev/null) || rel=none
+	debug_vm debug-kunit --no-rdma --no-krping --no-ropcie -- \
+		"$TB_DIR/guest-kunit" "$KRPING_CACHE/ko/$rel/kunit" \
+		"/usr/src/linux-headers-$rel/source/tools/testing/kunit"
+}
+stage_debug-rxe() { debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh; }
+stage_debug-siw() {
+	debug_vm debug-siw --provider siw -- selftests/run_tests.sh --ignore=test_ropcie.py
+}
 
 seq=0
 for s in "${stages[@]}"; do
