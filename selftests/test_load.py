@@ -24,7 +24,7 @@ from lib import krping
 from lib.krping import ping_stats
 
 PAIRS = 64
-COUNT = 20 if krping.SLOW else 100
+COUNT = 10 if krping.SLOW else 100
 SIZES = (64, 100, 512, 1000, 2048, 4096)
 # Leak tolerance: growth of SUnreclaim / shrinkage of MemAvailable after
 # a second round of the same load (the first one warms the caches). A
@@ -87,18 +87,25 @@ def test_64_concurrent_pairs(capsys):
     """64 pairs at once on one device, then all removed, twice: every run
     done with exact counters; after the second round (the first warms
     the caches) memory is back within TOLERANCE_KB and no RDMA resource
-    of krping is left."""
+    of krping is left. On a debug kernel (KRPING_SLOW=1, where KASAN's
+    quarantine makes meminfo meaningless anyway) one round, and kmemleak
+    (the test bed scans after the suite too) is the leak check."""
     assert krping.krping_leftovers() == []
     base = krping.rdma_resource_counts()
-    first = load_round(COUNT)
     krping.kmemleak_scan()                  # only new reports count below
-    before = krping.memory_snapshot()
-    second = load_round(COUNT)
-    assert krping.rdma_resource_counts() == base
-    growth = krping.assert_memory_returned(before, TOLERANCE_KB)
-    with capsys.disabled():
-        print(f"# {PAIRS} pairs x {COUNT} iterations: {first:.1f}s, then "
-              f"{second:.1f}s; memory growth {growth} kB")
+    first = load_round(COUNT)
+    if krping.SLOW:
+        assert krping.rdma_resource_counts() == base
+        with capsys.disabled():
+            print(f"# {PAIRS} pairs x {COUNT} iterations: {first:.1f}s")
+    else:
+        before = krping.memory_snapshot()
+        second = load_round(COUNT)
+        assert krping.rdma_resource_counts() == base
+        growth = krping.assert_memory_returned(before, TOLERANCE_KB)
+        with capsys.disabled():
+            print(f"# {PAIRS} pairs x {COUNT} iterations: {first:.1f}s, "
+                  f"then {second:.1f}s; memory growth {growth} kB")
     leaks = krping.kmemleak_scan()
     if leaks:
         leaks = [b for b in leaks if "krping" in b]
@@ -146,9 +153,11 @@ def test_count0_pairs_stopped_after_a_while(pool):
         assert end in ("done", "failed"), srv.describe()
         if end == "failed":
             # documented: ECONNRESET, or ETIMEDOUT when the transport's
-            # retries ran out before the disconnect arrived
-            assert -srv.error in (errno.ECONNRESET, errno.ETIMEDOUT), \
-                srv.describe()
+            # retries ran out before the disconnect arrived; on iWARP
+            # (siw) an RDMA READ cut by the TCP stream's end may complete
+            # with an error (EIO)
+            assert -srv.error in (errno.ECONNRESET, errno.ETIMEDOUT,
+                                  errno.EIO), srv.describe()
         else:
             assert srv.error == 0
         problems = krping.partial_ping_problems("server", srv.stats(), size)
