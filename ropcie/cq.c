@@ -1,11 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ropcie completion queues: a ring of struct ib_wc with many producers
- * (the QP workers) serialised by a spinlock, consumed by poll_cq.
+ * (the QP workers, and posters that run a WRITE inline) serialised by a
+ * spinlock, consumed by poll_cq.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include "ropcie.h"
+
+static void ropcie_cq_event(struct ib_cq *ibcq)
+{
+	struct ib_event ev = {
+		.device = ibcq->device,
+		.event = IB_EVENT_CQ_ERR,
+		.element.cq = ibcq,
+	};
+
+	pr_warn_ratelimited("%s: CQ overflow\n", dev_name(&ibcq->device->dev));
+	if (ibcq->event_handler)
+		ibcq->event_handler(&ev, ibcq->cq_context);
+}
+
+/* Handlers deferred by an inline post, in hard IRQ context as on hardware. */
+static void ropcie_cq_irq_work(struct irq_work *work)
+{
+	struct ropcie_cq *cq = container_of(work, struct ropcie_cq, irq_work);
+	struct ib_cq *ibcq = &cq->ibcq;
+
+	if (test_and_clear_bit(ROPCIE_CQ_DEFER_ERR, &cq->deferred))
+		ropcie_cq_event(ibcq);
+	if (test_and_clear_bit(ROPCIE_CQ_DEFER_COMP, &cq->deferred) &&
+	    ibcq->comp_handler)
+		ibcq->comp_handler(ibcq, ibcq->cq_context);
+}
 
 int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		     ROPCIE_CQ_ATTRS *attrs)
@@ -29,6 +56,8 @@ int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (ret)
 		goto err;
 	spin_lock_init(&cq->lock);
+	init_irq_work(&cq->irq_work, ropcie_cq_irq_work);
+	cq->deferred = 0;
 	/* The ring may hold more than asked for: report what it holds. */
 	ibcq->cqe = ropcie_ring_capacity(&cq->ring);
 	return 0;
@@ -41,6 +70,7 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct ropcie_cq *cq = to_rcq(ibcq);
 
+	irq_work_sync(&cq->irq_work);
 	ropcie_ring_free(&cq->ring);
 	atomic_dec(&to_rdev(ibcq->device)->num_cq);
 	return 0;
@@ -51,13 +81,17 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  * @cq: completion queue
  * @wc: the completion
  * @solicited: the completion of a solicited receive
+ * @defer: call the handlers from an IRQ work, not from here (the caller
+ *	is a poster running a work request inline: the consumer may hold
+ *	locks its handler takes, as it may while hardware interrupts are
+ *	off)
  *
  * A full CQ loses the completion and raises IB_EVENT_CQ_ERR once.
  *
  * Return: 0, or -ENOSPC when the CQ overflowed.
  */
 int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
-		   bool solicited)
+		   bool solicited, bool defer)
 {
 	struct ib_cq *ibcq = &cq->ibcq;
 	unsigned long flags;
@@ -75,19 +109,16 @@ int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	if (overflow) {
-		pr_warn_ratelimited("%s: CQ overflow\n",
-				    dev_name(&ibcq->device->dev));
-		if (ibcq->event_handler) {
-			struct ib_event ev = {
-				.device = ibcq->device,
-				.event = IB_EVENT_CQ_ERR,
-				.element.cq = ibcq,
-			};
-
-			ibcq->event_handler(&ev, ibcq->cq_context);
-		}
+	if (defer && (overflow || notify)) {
+		if (overflow)
+			set_bit(ROPCIE_CQ_DEFER_ERR, &cq->deferred);
+		if (notify)
+			set_bit(ROPCIE_CQ_DEFER_COMP, &cq->deferred);
+		irq_work_queue(&cq->irq_work);
+		return lost ? -ENOSPC : 0;
 	}
+	if (overflow)
+		ropcie_cq_event(ibcq);
 	if (notify && ibcq->comp_handler)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
 	return lost ? -ENOSPC : 0;

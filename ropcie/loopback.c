@@ -173,7 +173,7 @@ static void ropcie_recv_complete(struct ropcie_qp *peer, u64 wr_id,
 		wc.wc_flags = IB_WC_WITH_INVALIDATE;
 		wc.ex.invalidate_rkey = inv_rkey;
 	}
-	ropcie_cq_post(peer->rcq, &wc, solicited);
+	ropcie_cq_post(peer->rcq, &wc, solicited, false);
 	if (status != IB_WC_SUCCESS)
 		ropcie_qp_set_error(peer);
 }

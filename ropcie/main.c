@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ropcie module: device creation through rdma_link_ops, the device ops
- * table, netdev events, and teardown of every device on rmmod.
+ * table, netdev events, teardown of every device on rmmod, and the
+ * module options.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -14,6 +15,11 @@
 
 static LIST_HEAD(ropcie_devices);
 static DEFINE_MUTEX(ropcie_devices_lock);
+
+unsigned int ropcie_inline_max = 4096;
+module_param_named(inline_max, ropcie_inline_max, uint, 0644);
+MODULE_PARM_DESC(inline_max,
+		 "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle (0: never) [4096]");
 
 static void ropcie_dealloc_driver(struct ib_device *ibdev)
 {

@@ -4,6 +4,11 @@
  * and receive rings, and the per-QP kthread that consumes the send ring,
  * runs each work request through the backend and flushes both rings when
  * the QP is in the error state.
+ *
+ * A small RDMA WRITE posted alone to an empty SQ that no one is consuming
+ * may run in the poster's context instead (module option inline_max).
+ * Whoever consumes the SQ, the worker or such a poster, owns it through
+ * sq_owner, so work requests still run, and complete, in order.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -93,7 +98,8 @@ static enum ib_wc_opcode ropcie_wc_opcode(enum ib_wr_opcode op)
 }
 
 static void ropcie_sq_complete(struct ropcie_qp *qp,
-			       const struct ropcie_sqe *sqe, struct ib_wc *wc)
+			       const struct ropcie_sqe *sqe, struct ib_wc *wc,
+			       bool inline_exec)
 {
 	/* Unsignaled work completes only when it failed. */
 	if (wc->status == IB_WC_SUCCESS && !qp->sig_all &&
@@ -102,7 +108,7 @@ static void ropcie_sq_complete(struct ropcie_qp *qp,
 	wc->wr_id = sqe->wr_id;
 	wc->opcode = ropcie_wc_opcode(sqe->opcode);
 	wc->qp = &qp->ibqp;
-	ropcie_cq_post(qp->scq, wc, false);
+	ropcie_cq_post(qp->scq, wc, false, inline_exec);
 }
 
 static void ropcie_flush(struct ropcie_qp *qp)
@@ -114,7 +120,7 @@ static void ropcie_flush(struct ropcie_qp *qp)
 	while ((sqe = ropcie_ring_cons_slot(&qp->sq))) {
 		struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
 
-		ropcie_sq_complete(qp, sqe, &wc);
+		ropcie_sq_complete(qp, sqe, &wc, false);
 		ropcie_ring_consume(&qp->sq);
 	}
 	/* One at a time: the completion handler runs without our lock. */
@@ -134,7 +140,7 @@ static void ropcie_flush(struct ropcie_qp *qp)
 		spin_unlock_irqrestore(&qp->rq_cons_lock, flags);
 		if (!rqe)
 			break;
-		ropcie_cq_post(qp->rcq, &wc, false);
+		ropcie_cq_post(qp->rcq, &wc, false, false);
 	}
 }
 
@@ -171,8 +177,12 @@ static enum ib_wc_status ropcie_local_op(struct ropcie_qp *qp,
 	return IB_WC_SUCCESS;
 }
 
-/* Run one SQE. Return: false to try again later (nothing consumed). */
-static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe)
+/*
+ * Run one SQE, as the SQ's owner; @inline_exec: in the poster's context.
+ * Return: false to try again later (nothing consumed).
+ */
+static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
+			      bool inline_exec)
 {
 	struct ib_wc wc = {};
 	struct ropcie_qp *peer;
@@ -192,15 +202,43 @@ static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe)
 				return false;
 		}
 	}
-	ropcie_sq_complete(qp, sqe, &wc);
+	ropcie_sq_complete(qp, sqe, &wc, inline_exec);
 	ropcie_ring_consume(&qp->sq);
 	if (wc.status != IB_WC_SUCCESS)
 		ropcie_qp_set_error(qp);
 	return true;
 }
 
-/* Consume what can be consumed now. */
-static void ropcie_qp_process(struct ropcie_qp *qp)
+/*
+ * Own the SQ for the worker. False when a poster owns it: it is marked
+ * wanted, and the poster kicks the worker when it lets go.
+ */
+static bool ropcie_sq_own_wait(struct ropcie_qp *qp)
+{
+	for (;;) {
+		int old = atomic_cmpxchg_acquire(&qp->sq_owner, ROPCIE_SQ_FREE,
+						 ROPCIE_SQ_OWNED);
+
+		if (old == ROPCIE_SQ_FREE)
+			return true;
+		if (old == ROPCIE_SQ_WANTED ||
+		    atomic_cmpxchg(&qp->sq_owner, ROPCIE_SQ_OWNED,
+				   ROPCIE_SQ_WANTED) != ROPCIE_SQ_FREE)
+			return false;
+		/* Let go of in between: try again. */
+	}
+}
+
+/* Let go of the SQ; kick the worker if it wanted the SQ meanwhile. */
+static void ropcie_sq_release(struct ropcie_qp *qp)
+{
+	if (atomic_xchg_release(&qp->sq_owner, ROPCIE_SQ_FREE) ==
+	    ROPCIE_SQ_WANTED)
+		ropcie_qp_kick(qp);
+}
+
+/* Consume what can be consumed now, as the SQ's owner. */
+static void __ropcie_qp_process(struct ropcie_qp *qp)
 {
 	unsigned int budget = 0;
 
@@ -234,11 +272,19 @@ static void ropcie_qp_process(struct ropcie_qp *qp)
 				return;
 			continue;
 		}
-		if (!ropcie_sq_execute(qp, sqe))
+		if (!ropcie_sq_execute(qp, sqe, false))
 			return;
 		if (++budget % 64 == 0)
 			cond_resched();
 	}
+}
+
+static void ropcie_qp_process(struct ropcie_qp *qp)
+{
+	if (!ropcie_sq_own_wait(qp))
+		return;
+	__ropcie_qp_process(qp);
+	ropcie_sq_release(qp);
 }
 
 static int ropcie_qp_worker(void *arg)
@@ -288,6 +334,7 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	spin_lock_init(&qp->rq_cons_lock);
 	init_waitqueue_head(&qp->wq);
 	atomic_set(&qp->events, 0);
+	atomic_set(&qp->sq_owner, ROPCIE_SQ_FREE);
 	qp->state = IB_QPS_RESET;
 	qp->scq = to_rcq(attr->send_cq);
 	qp->rcq = to_rcq(attr->recv_cq);
@@ -343,6 +390,8 @@ int ropcie_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	kthread_stop(qp->task);
 	/* The worker may have stopped before it closed the connection. */
 	ropcie_cm_close(qp);
+	/* No handler of an inline post runs once the QP is gone. */
+	irq_work_sync(&qp->scq->irq_work);
 	xa_erase(&dev->qp_xa, ibqp->qp_num);
 	/* Wait for iw_cm's and the peer's references. */
 	ropcie_qp_put(qp);
@@ -415,10 +464,18 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_unlock_irqrestore(&qp->state_lock, flags);
 
 	if (!ret && new == IB_QPS_RESET) {
-		/* Nothing runs in RESET: start again with empty rings. */
+		/*
+		 * Nothing runs in RESET: start again with empty rings. Own
+		 * the SQ to move its tail: a worker or poster that saw RTS
+		 * just before may still be consuming it.
+		 */
+		while (atomic_cmpxchg_acquire(&qp->sq_owner, ROPCIE_SQ_FREE,
+					      ROPCIE_SQ_OWNED) != ROPCIE_SQ_FREE)
+			cond_resched();
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		qp->sq.tail = qp->sq.head;
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		ropcie_sq_release(qp);
 		spin_lock_irqsave(&qp->rq_cons_lock, flags);
 		qp->rq.tail = qp->rq.head;
 		spin_unlock_irqrestore(&qp->rq_cons_lock, flags);
@@ -495,6 +552,64 @@ static int ropcie_sqe_fill(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 	return 0;
 }
 
+/*
+ * Can @wr run inline: a lone RDMA WRITE of at most inline_max bytes,
+ * posted from task context (the key lookups take locks that interrupt
+ * context must not wait for)?
+ */
+static bool ropcie_inline_ok(const struct ropcie_qp *qp,
+			     const struct ib_send_wr *wr)
+{
+	u32 max = READ_ONCE(ropcie_inline_max);
+	u64 len = 0;
+	int i;
+
+	if (!max || wr->next || wr->opcode != IB_WR_RDMA_WRITE ||
+	    wr->num_sge > qp->max_send_sge || !in_task())
+		return false;
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	return len <= max;
+}
+
+/*
+ * Run @wr in the poster's context when the SQ is empty, in RTS, and no
+ * one consumes it: the worker is idle, so order is kept. Return: false
+ * when @wr must go through the SQ and the worker instead.
+ */
+static bool ropcie_post_inline(struct ropcie_qp *qp,
+			       const struct ib_send_wr *wr)
+{
+	struct ropcie_sqe *sqe = NULL;
+	unsigned long flags;
+	bool rts, ran = false;
+
+	if (atomic_cmpxchg_acquire(&qp->sq_owner, ROPCIE_SQ_FREE,
+				   ROPCIE_SQ_OWNED) != ROPCIE_SQ_FREE)
+		return false;
+	spin_lock_irqsave(&qp->state_lock, flags);
+	rts = qp->state == IB_QPS_RTS && !qp->close_req;
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	if (rts) {
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		/* Exact: we are the consumer, and producers hold the lock. */
+		if (ropcie_ring_empty(&qp->sq)) {
+			sqe = ropcie_ring_prod_slot(&qp->sq);
+			ropcie_sqe_fill(qp, sqe, wr);
+			ropcie_ring_produce(&qp->sq);
+		}
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+	}
+	/* Consumes the entry: completes it or moves the QP to error. */
+	if (sqe) {
+		ran = true;
+		if (!ropcie_sq_execute(qp, sqe, true))
+			ropcie_qp_kick(qp);	/* left for the worker */
+	}
+	ropcie_sq_release(qp);
+	return ran;
+}
+
 int ropcie_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		     const struct ib_send_wr **bad_wr)
 {
@@ -508,6 +623,9 @@ int ropcie_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
+	if (state == IB_QPS_RTS && ropcie_inline_ok(qp, wr) &&
+	    ropcie_post_inline(qp, wr))
+		return 0;
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	for (; wr; wr = wr->next) {
 		struct ropcie_sqe *sqe = ropcie_ring_prod_slot(&qp->sq);

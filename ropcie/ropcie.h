@@ -6,8 +6,10 @@
 #ifndef ROPCIE_H
 #define ROPCIE_H
 
+#include <linux/atomic.h>
 #include <linux/completion.h>
 #include <linux/etherdevice.h>
+#include <linux/irq_work.h>
 #include <linux/kthread.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
@@ -53,7 +55,13 @@ struct ropcie_cq {
 	struct ropcie_ring ring;	/* of struct ib_wc */
 	u8 notify;			/* armed IB_CQ_SOLICITED/NEXT_COMP */
 	bool overflow;
+	/* Handlers of completions posted inline, in hard IRQ context. */
+	struct irq_work irq_work;
+	unsigned long deferred;		/* ROPCIE_CQ_DEFER_* bits */
 };
+
+#define ROPCIE_CQ_DEFER_COMP	0	/* call the completion handler */
+#define ROPCIE_CQ_DEFER_ERR	1	/* raise IB_EVENT_CQ_ERR */
 
 struct ropcie_mr {
 	struct ib_mr ibmr;
@@ -112,12 +120,21 @@ struct ropcie_qp {
 	struct task_struct *task;	/* the work consumer */
 	wait_queue_head_t wq;
 	atomic_t events;		/* bumped by every wake-up source */
+	/*
+	 * ROPCIE_SQ_*: who consumes the SQ, the worker or a poster running
+	 * a WRITE inline. Only the owner reads or releases SQ entries.
+	 */
+	atomic_t sq_owner;
 
 	/* Under ropcie_fabric_lock: */
 	struct ropcie_qp *peer;
 	struct iw_cm_id *cm_id;
 	struct sockaddr_storage laddr, raddr;
 };
+
+#define ROPCIE_SQ_FREE		0
+#define ROPCIE_SQ_OWNED		1
+#define ROPCIE_SQ_WANTED	2	/* owned; the worker waits for it */
 
 static inline struct ropcie_dev *to_rdev(struct ib_device *ibdev)
 {
@@ -154,6 +171,9 @@ static inline struct ropcie_qp *to_rqp(struct ib_qp *qp)
 /* Serialises QP peers and cm_ids of connections and the listener table. */
 extern spinlock_t ropcie_fabric_lock;
 
+/* main.c: module options */
+extern unsigned int ropcie_inline_max;
+
 /* verbs.c */
 int ropcie_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 			struct ib_udata *udata);
@@ -174,7 +194,7 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int ropcie_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
-		   bool solicited);
+		   bool solicited, bool defer);
 
 /* mr.c */
 struct ib_mr *ropcie_get_dma_mr(struct ib_pd *pd, int access);
