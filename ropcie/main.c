@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ropcie module: device creation through rdma_link_ops, the device ops
- * table, netdev events, teardown of every device on rmmod, and the
- * module options.
+ * table, netdev events, teardown of every device on rmmod, the module
+ * options, and the per-stage profile in debugfs (ropcie/profile).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/seq_file.h>
 #include <net/addrconf.h>
 #include <rdma/rdma_netlink.h>
 
@@ -20,6 +23,161 @@ unsigned int ropcie_inline_max = 4096;
 module_param_named(inline_max, ropcie_inline_max, uint, 0644);
 MODULE_PARM_DESC(inline_max,
 		 "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle (0: never) [4096]");
+
+bool ropcie_profile;
+module_param_named(profile, ropcie_profile, bool, 0644);
+MODULE_PARM_DESC(profile,
+		 "Time the stages of each work request into debugfs ropcie/profile [N]");
+
+/*
+ * The profile: per stage, a histogram with 8 buckets per power of two
+ * (values below 8 ns exact), so a percentile is known within 1/16.
+ */
+#define ROPCIE_PROF_SUB		3
+#define ROPCIE_PROF_MAX_LOG	40	/* larger values count as 2^40 - 1 */
+#define ROPCIE_PROF_BUCKETS	((ROPCIE_PROF_MAX_LOG - 2) << ROPCIE_PROF_SUB)
+
+struct ropcie_prof {
+	atomic64_t count, sum, min, max;
+	atomic_long_t hist[ROPCIE_PROF_BUCKETS];
+};
+
+static struct ropcie_prof ropcie_prof[ROPCIE_PROF_NR];
+static atomic64_t ropcie_prof_exec[2];	/* by the worker, inline */
+static struct dentry *ropcie_debugfs;
+
+static const char * const ropcie_prof_names[ROPCIE_PROF_NR] = {
+	[ROPCIE_PROF_POST] = "post",
+	[ROPCIE_PROF_QUEUE] = "queue",
+	[ROPCIE_PROF_EXEC] = "exec",
+	[ROPCIE_PROF_COMPLETE] = "complete",
+	[ROPCIE_PROF_LANDED] = "landed",
+	[ROPCIE_PROF_TURNAROUND] = "turnaround",
+};
+
+static unsigned int ropcie_prof_bucket(u64 ns)
+{
+	unsigned int e;
+
+	if (ns < (1U << ROPCIE_PROF_SUB))
+		return ns;
+	ns = min_t(u64, ns, BIT_ULL(ROPCIE_PROF_MAX_LOG) - 1);
+	e = ilog2(ns);
+	return ((e - ROPCIE_PROF_SUB + 1) << ROPCIE_PROF_SUB) +
+	       ((ns >> (e - ROPCIE_PROF_SUB)) & ((1U << ROPCIE_PROF_SUB) - 1));
+}
+
+/* The middle of bucket @b. */
+static u64 ropcie_prof_value(unsigned int b)
+{
+	unsigned int e = (b >> ROPCIE_PROF_SUB) + ROPCIE_PROF_SUB - 1;
+	u64 m = b & ((1U << ROPCIE_PROF_SUB) - 1);
+
+	if (b < (1U << ROPCIE_PROF_SUB))
+		return b;
+	return (((1ULL << ROPCIE_PROF_SUB) + m) << (e - ROPCIE_PROF_SUB)) +
+	       (1ULL << (e - ROPCIE_PROF_SUB)) / 2;
+}
+
+void ropcie_prof_add(enum ropcie_prof_stage stage, u64 ns)
+{
+	struct ropcie_prof *p = &ropcie_prof[stage];
+	s64 old;
+
+	atomic64_inc(&p->count);
+	atomic64_add(ns, &p->sum);
+	atomic_long_inc(&p->hist[ropcie_prof_bucket(ns)]);
+	old = atomic64_read(&p->min);
+	while ((!old || ns < old) &&
+	       !atomic64_try_cmpxchg(&p->min, &old, ns))
+		;
+	old = atomic64_read(&p->max);
+	while (ns > old && !atomic64_try_cmpxchg(&p->max, &old, ns))
+		;
+}
+
+void ropcie_prof_count(bool inline_exec)
+{
+	atomic64_inc(&ropcie_prof_exec[inline_exec]);
+}
+
+static void ropcie_prof_reset(void)
+{
+	int i, b;
+
+	for (i = 0; i < ROPCIE_PROF_NR; i++) {
+		struct ropcie_prof *p = &ropcie_prof[i];
+
+		atomic64_set(&p->count, 0);
+		atomic64_set(&p->sum, 0);
+		atomic64_set(&p->min, 0);
+		atomic64_set(&p->max, 0);
+		for (b = 0; b < ROPCIE_PROF_BUCKETS; b++)
+			atomic_long_set(&p->hist[b], 0);
+	}
+	atomic64_set(&ropcie_prof_exec[0], 0);
+	atomic64_set(&ropcie_prof_exec[1], 0);
+}
+
+/* The value below which @pct percent of the samples lie. */
+static u64 ropcie_prof_pct(const struct ropcie_prof *p, u64 count,
+			   unsigned int pct)
+{
+	u64 want = div_u64(count * pct + 99, 100), seen = 0;
+	unsigned int b;
+
+	for (b = 0; b < ROPCIE_PROF_BUCKETS; b++) {
+		seen += atomic_long_read(&p->hist[b]);
+		if (seen >= want)
+			return ropcie_prof_value(b);
+	}
+	return 0;
+}
+
+static int ropcie_prof_show(struct seq_file *m, void *unused)
+{
+	int i;
+
+	seq_printf(m, "%-10s %10s %10s %10s %10s %10s %10s\n", "stage",
+		   "count", "avg_ns", "p50_ns", "p90_ns", "min_ns", "max_ns");
+	for (i = 0; i < ROPCIE_PROF_NR; i++) {
+		const struct ropcie_prof *p = &ropcie_prof[i];
+		u64 n = atomic64_read(&p->count);
+
+		seq_printf(m, "%-10s %10llu %10llu %10llu %10llu %10lld %10lld\n",
+			   ropcie_prof_names[i], n,
+			   n ? div64_u64(atomic64_read(&p->sum), n) : 0,
+			   n ? ropcie_prof_pct(p, n, 50) : 0,
+			   n ? ropcie_prof_pct(p, n, 90) : 0,
+			   atomic64_read(&p->min), atomic64_read(&p->max));
+	}
+	seq_printf(m, "executed by worker %lld, inline %lld\n",
+		   atomic64_read(&ropcie_prof_exec[0]),
+		   atomic64_read(&ropcie_prof_exec[1]));
+	return 0;
+}
+
+static int ropcie_prof_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, ropcie_prof_show, NULL);
+}
+
+/* Any write clears the profile. */
+static ssize_t ropcie_prof_write(struct file *file, const char __user *buf,
+				 size_t len, loff_t *ppos)
+{
+	ropcie_prof_reset();
+	return len;
+}
+
+static const struct file_operations ropcie_prof_fops = {
+	.owner = THIS_MODULE,
+	.open = ropcie_prof_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.write = ropcie_prof_write,
+	.release = single_release,
+};
 
 static void ropcie_dealloc_driver(struct ib_device *ibdev)
 {
@@ -232,6 +390,9 @@ static int __init ropcie_init(void)
 	if (ret)
 		return ret;
 	rdma_link_register(&ropcie_link_ops);
+	ropcie_debugfs = debugfs_create_dir("ropcie", NULL);
+	debugfs_create_file("profile", 0600, ropcie_debugfs, NULL,
+			    &ropcie_prof_fops);
 	pr_info("loaded (backend %s)\n", ropcie_loopback_ops.name);
 	return 0;
 }
@@ -240,6 +401,7 @@ static void __exit ropcie_exit(void)
 {
 	struct ropcie_dev *dev;
 
+	debugfs_remove_recursive(ropcie_debugfs);
 	rdma_link_unregister(&ropcie_link_ops);
 	unregister_netdevice_notifier(&ropcie_netdev_nb);
 	/*

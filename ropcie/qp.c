@@ -184,9 +184,15 @@ static enum ib_wc_status ropcie_local_op(struct ropcie_qp *qp,
 static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 			      bool inline_exec)
 {
+	u64 t_post = sqe->t_post, t_run = 0, t_done = 0;
 	struct ib_wc wc = {};
 	struct ropcie_qp *peer;
 
+	if (t_post) {
+		t_run = ktime_get_ns();
+		if (!inline_exec)
+			ropcie_prof_add(ROPCIE_PROF_QUEUE, t_run - t_post);
+	}
 	if (sqe->opcode == IB_WR_REG_MR || sqe->opcode == IB_WR_LOCAL_INV) {
 		wc.status = ropcie_local_op(qp, sqe);
 	} else {
@@ -194,16 +200,36 @@ static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 		if (!peer) {
 			wc.status = IB_WC_WR_FLUSH_ERR;
 		} else {
-			int ret = ropcie_loopback_ops.execute(qp, peer, sqe,
-							      &wc);
+			bool write = t_post && sqe->opcode == IB_WR_RDMA_WRITE;
+			int ret;
 
+			if (write) {
+				atomic64_set(&peer->prof_write, t_run);
+				/*
+				 * The stamp before the data: the peer may see
+				 * the data and answer at once.
+				 */
+				smp_wmb();
+			}
+			ret = ropcie_loopback_ops.execute(qp, peer, sqe, &wc);
+			if (t_post && ret != -EAGAIN)
+				t_done = ktime_get_ns();
+			if (write && wc.status != IB_WC_SUCCESS)
+				atomic64_cmpxchg(&peer->prof_write, t_run, 0);
 			ropcie_qp_put(peer);
 			if (ret == -EAGAIN)
 				return false;
 		}
 	}
+	if (t_done) {
+		ropcie_prof_add(ROPCIE_PROF_EXEC, t_done - t_run);
+		ropcie_prof_add(ROPCIE_PROF_LANDED, t_done - t_post);
+		ropcie_prof_count(inline_exec);
+	}
 	ropcie_sq_complete(qp, sqe, &wc, inline_exec);
 	ropcie_ring_consume(&qp->sq);
+	if (t_done)
+		ropcie_prof_add(ROPCIE_PROF_COMPLETE, ktime_get_ns() - t_done);
 	if (wc.status != IB_WC_SUCCESS)
 		ropcie_qp_set_error(qp);
 	return true;
@@ -335,6 +361,7 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	init_waitqueue_head(&qp->wq);
 	atomic_set(&qp->events, 0);
 	atomic_set(&qp->sq_owner, ROPCIE_SQ_FREE);
+	atomic64_set(&qp->prof_write, 0);
 	qp->state = IB_QPS_RESET;
 	qp->scq = to_rcq(attr->send_cq);
 	qp->rcq = to_rcq(attr->recv_cq);
@@ -511,11 +538,12 @@ int ropcie_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 }
 
 static int ropcie_sqe_fill(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
-			   const struct ib_send_wr *wr)
+			   const struct ib_send_wr *wr, u64 t_post)
 {
 	if (wr->num_sge > qp->max_send_sge)
 		return -EINVAL;
 	memset(sqe, 0, offsetof(struct ropcie_sqe, sge));
+	sqe->t_post = t_post;
 	sqe->wr_id = wr->wr_id;
 	sqe->opcode = wr->opcode;
 	sqe->send_flags = wr->send_flags;
@@ -578,7 +606,7 @@ static bool ropcie_inline_ok(const struct ropcie_qp *qp,
  * when @wr must go through the SQ and the worker instead.
  */
 static bool ropcie_post_inline(struct ropcie_qp *qp,
-			       const struct ib_send_wr *wr)
+			       const struct ib_send_wr *wr, u64 t_post)
 {
 	struct ropcie_sqe *sqe = NULL;
 	unsigned long flags;
@@ -595,7 +623,7 @@ static bool ropcie_post_inline(struct ropcie_qp *qp,
 		/* Exact: we are the consumer, and producers hold the lock. */
 		if (ropcie_ring_empty(&qp->sq)) {
 			sqe = ropcie_ring_prod_slot(&qp->sq);
-			ropcie_sqe_fill(qp, sqe, wr);
+			ropcie_sqe_fill(qp, sqe, wr, t_post);
 			ropcie_ring_produce(&qp->sq);
 		}
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
@@ -615,17 +643,25 @@ int ropcie_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct ropcie_qp *qp = to_rqp(ibqp);
 	enum ib_qp_state state = READ_ONCE(qp->state);
+	u64 t_post = ropcie_prof_now();
 	unsigned long flags;
 	int ret = 0;
 
+	if (t_post) {
+		u64 began = atomic64_xchg(&qp->prof_write, 0);
+
+		if (began && began < t_post)
+			ropcie_prof_add(ROPCIE_PROF_TURNAROUND,
+					t_post - began);
+	}
 	/* The error state takes work only to flush it (ib_drain_sq). */
 	if (state != IB_QPS_RTS && state != IB_QPS_ERR) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
 	if (state == IB_QPS_RTS && ropcie_inline_ok(qp, wr) &&
-	    ropcie_post_inline(qp, wr))
-		return 0;
+	    ropcie_post_inline(qp, wr, t_post))
+		goto out;
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	for (; wr; wr = wr->next) {
 		struct ropcie_sqe *sqe = ropcie_ring_prod_slot(&qp->sq);
@@ -634,7 +670,7 @@ int ropcie_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			ret = -ENOMEM;
 			break;
 		}
-		ret = ropcie_sqe_fill(qp, sqe, wr);
+		ret = ropcie_sqe_fill(qp, sqe, wr, t_post);
 		if (ret)
 			break;
 		ropcie_ring_produce(&qp->sq);
@@ -643,6 +679,9 @@ int ropcie_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (ret)
 		*bad_wr = wr;
 	ropcie_qp_kick(qp);
+out:
+	if (t_post)
+		ropcie_prof_add(ROPCIE_PROF_POST, ktime_get_ns() - t_post);
 	return ret;
 }
 

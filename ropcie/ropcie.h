@@ -11,6 +11,7 @@
 #include <linux/etherdevice.h>
 #include <linux/irq_work.h>
 #include <linux/kthread.h>
+#include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
 #include <linux/refcount.h>
@@ -88,6 +89,7 @@ struct ropcie_sqe {
 	struct ropcie_mr *reg_mr;	/* IB_WR_REG_MR */
 	u32 reg_key;
 	int reg_access;
+	u64 t_post;			/* profile: post_send entry, or 0 */
 	struct ib_sge sge[ROPCIE_MAX_SGE];
 };
 
@@ -125,6 +127,7 @@ struct ropcie_qp {
 	 * a WRITE inline. Only the owner reads or releases SQ entries.
 	 */
 	atomic_t sq_owner;
+	atomic64_t prof_write;		/* profile: a WRITE to here began, ns */
 
 	/* Under ropcie_fabric_lock: */
 	struct ropcie_qp *peer;
@@ -171,8 +174,28 @@ static inline struct ropcie_qp *to_rqp(struct ib_qp *qp)
 /* Serialises QP peers and cm_ids of connections and the listener table. */
 extern spinlock_t ropcie_fabric_lock;
 
-/* main.c: module options */
+/* main.c: module options and the per-stage profile */
 extern unsigned int ropcie_inline_max;
+extern bool ropcie_profile;
+
+enum ropcie_prof_stage {
+	ROPCIE_PROF_POST,	/* post_send, entry to return */
+	ROPCIE_PROF_QUEUE,	/* post_send entry to the worker taking the WR */
+	ROPCIE_PROF_EXEC,	/* backend: checks and copy */
+	ROPCIE_PROF_COMPLETE,	/* the CQ post, completion handler included */
+	ROPCIE_PROF_LANDED,	/* post_send entry to the data in place */
+	ROPCIE_PROF_TURNAROUND,	/* a WRITE starting to the target's next post */
+	ROPCIE_PROF_NR
+};
+
+void ropcie_prof_add(enum ropcie_prof_stage stage, u64 ns);
+void ropcie_prof_count(bool inline_exec);
+
+/* A timestamp when profiling, else 0 (nothing is recorded). */
+static inline u64 ropcie_prof_now(void)
+{
+	return READ_ONCE(ropcie_profile) ? ktime_get_ns() : 0;
+}
 
 /* verbs.c */
 int ropcie_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
