@@ -211,6 +211,123 @@ def test_ropcie_bench_duplex(pool):
     run_bench(pool, "bw", duplex=True)
 
 
+# Who runs a small RDMA WRITE (Documentation/ropcie.rst, Performance): the
+# QP's worker only, or its poster, inline (module option inline_max).
+PARAMS = "/sys/module/ropcie/parameters"
+PROFILE = "/sys/kernel/debug/ropcie/profile"
+MODES = {
+    "worker": dict(inline_max=0),
+    "inline": dict(inline_max=4096),
+}
+STAGES = ("post", "queue", "exec", "complete", "landed", "turnaround")
+
+
+def set_params(**params):
+    for name, value in params.items():
+        with open(f"{PARAMS}/{name}", "w") as f:
+            f.write(f"{value}\n")
+
+
+def read_params(*names):
+    return {n: krping.read_text(f"{PARAMS}/{n}").strip() for n in names}
+
+
+def read_profile():
+    """{stage: {column: int}} and the executed counts of debugfs
+    ropcie/profile."""
+    with open(PROFILE) as f:
+        lines = f.read().splitlines()
+    cols = lines[0].split()[1:]
+    stages = {}
+    for line in lines[1:1 + len(STAGES)]:
+        f = line.split()
+        stages[f[0]] = dict(zip(cols, map(int, f[1:])))
+    last = lines[1 + len(STAGES)].replace(",", "").split()
+    assert last[:3] == ["executed", "by", "worker"] and last[4] == "inline", \
+        lines
+    return stages, {"worker": int(last[3]), "inline": int(last[5])}
+
+
+@pytest.fixture
+def profiling():
+    """The profile on and cleared, debugfs mounted; the options' defaults
+    back afterwards."""
+    if not os.path.ismount("/sys/kernel/debug"):
+        sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
+    saved = read_params("inline_max", "profile")
+    set_params(profile=1)
+    with open(PROFILE, "w") as f:
+        f.write("0\n")
+    yield
+    set_params(**saved)
+
+
+def test_ropcie_option_defaults():
+    assert read_params("inline_max", "profile") == \
+        {"inline_max": "4096", "profile": "N"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("test", ["ping", "wlat", "bw"])
+def test_ropcie_modes(pool, profiling, mode, test):
+    """ping, wlat and bw of 64 B with exact counters with each work
+    consumer, and the profile showing who executed the work requests."""
+    set_params(**MODES[mode])
+    count, size = 50, 64
+    if test == "ping":
+        # dma: the server's WRITE goes alone, not chained to a REG_MR.
+        srv, cli = ro_pair(pool, count, size, mem_mode="dma")
+        check_run(srv, cli, count, size, *run_pair(srv, cli))
+    else:
+        srv, cli = pool.pair(count=count, size=size, addr=ADDR, test=test)
+        states = run_pair(srv, cli)
+        assert states == ("done", "done"), \
+            f"{srv.describe()} | {cli.describe()}"
+        assert srv.device == ROPCIE_DEV and cli.device == ROPCIE_DEV
+        check_bench_side(cli, test, "client", count, size)
+        check_bench_side(srv, test, "server", count, size)
+    stages, executed = read_profile()
+    print(mode, test, stages, executed)
+    # Every work request to a peer is timed once, by whoever ran it.
+    assert stages["exec"]["count"] == executed["worker"] + executed["inline"]
+    assert stages["landed"]["count"] == stages["exec"]["count"] > 0
+    assert stages["queue"]["count"] >= executed["worker"]
+    if mode == "inline":
+        # Each WRITE of wlat and bw goes alone to an idle SQ (at most the
+        # first may find the worker finishing the setup exchange).
+        writes = {"ping": 1, "wlat": 2 * count - 2, "bw": count - 1}[test]
+        assert executed["inline"] >= writes, (stages, executed)
+    else:
+        assert executed["inline"] == 0, (stages, executed)
+    if test == "wlat":
+        # The answer to each WRITE but the last is another WRITE.
+        assert stages["turnaround"]["count"] >= 2 * count - 2, stages
+    for name, st in stages.items():
+        if st["count"]:
+            # Percentiles are the middle of a bucket 1/8 of its value wide.
+            assert 0 < st["min_ns"] <= st["avg_ns"] <= st["max_ns"], (name, st)
+            assert st["min_ns"] * 15 // 16 <= st["p50_ns"] <= \
+                st["p90_ns"] <= st["max_ns"] * 17 // 16 + 1, (name, st)
+
+
+def test_ropcie_profile_off_and_clear(pool, profiling):
+    """No samples while profile is off; a write clears the profile."""
+    set_params(profile=0)
+    ping(pool, 5, 64)
+    stages, executed = read_profile()
+    assert all(st["count"] == 0 for st in stages.values()), stages
+    assert executed == {"worker": 0, "inline": 0}
+    set_params(profile=1)
+    ping(pool, 5, 64)
+    stages, _ = read_profile()
+    assert stages["post"]["count"] > 0
+    with open(PROFILE, "w") as f:
+        f.write("1\n")
+    stages, executed = read_profile()
+    assert all(st["count"] == 0 for st in stages.values()), stages
+    assert executed == {"worker": 0, "inline": 0}
+
+
 def test_ropcie_refused_without_listener(pool):
     cli = pool.session("c", role="client", addr=ADDR,
                        port=krping.next_port(), count=1)
@@ -227,9 +344,11 @@ VERBS_CASES = ("valid_write_and_read", "bad_rkey_write", "stale_key_byte_read",
                "cross_device_write_read", "ring_stress_smp")
 
 
-@pytest.fixture(scope="module")
-def verbs_results(ropcie_env):
-    """Load ropcie_test.ko once; its results, one line per case."""
+@pytest.fixture(scope="module", params=["inline", "worker"])
+def verbs_results(ropcie_env, request):
+    """Load ropcie_test.ko once per way WRITEs run (its WRITEs are small:
+    inline by default, or all by the worker); its results, one line per
+    case."""
     ko = os.environ.get("ROPCIE_TEST_KO")
     if not ko or not os.path.exists(ko):
         pytest.skip("ROPCIE_TEST_KO not set (build.sh builds ropcie_test.ko)")
@@ -243,11 +362,15 @@ def verbs_results(ropcie_env):
                     what="ropcie1 ACTIVE")
     # The cases take a second or two; the ring stress up to a minute
     # under a loaded TCG host.
+    saved = read_params("inline_max")
+    if request.param == "worker":
+        set_params(inline_max=0)
     try:
         cp = subprocess.run(["insmod", ko, f"addr={ADDR}", "addr2=10.78.0.1",
                              f"port={krping.next_port()}"],
                             capture_output=True, text=True, timeout=180)
     finally:
+        set_params(**saved)
         sh("rdma", "link", "delete", "ropcie1", check=False)
         sh("ip", "link", "del", "rp1", check=False)
     if cp.returncode:
