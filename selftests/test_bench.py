@@ -116,7 +116,13 @@ def start_running(srv, cli):
     cli.start()
     cli.expect_state("running")
     srv.expect_state("running")
-    time.sleep(0.5)         # well inside the benchmark loop
+    # Well inside the benchmark loop: the client has done some work (on
+    # the debug kernel the first iteration can take longer than the half
+    # second that is plenty on Debian's kernel).
+    krping.wait_for(lambda: any(cli.stats()[k] for k in
+                                ("iterations", "write_msgs", "read_msgs")),
+                    what=f"{cli.name}'s first completed work")
+    time.sleep(0.5)
 
 
 @pytest.mark.parametrize("test,side,how,count", [
