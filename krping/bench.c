@@ -5,6 +5,13 @@
  * a closing SEND each way tells both sides that the other has finished,
  * so that the client's disconnect never cuts off the server's last work.
  *
+ * The client speaks first both times and the server only answers: a SEND
+ * must never arrive before its receive is posted. RoCE and InfiniBand
+ * would retry it (RNR), but iWARP has no such retry and terminates the
+ * connection. The server posts the receive for the client's closing SEND
+ * before it answers the advertisement, and the client posts the receive
+ * for the server's closing SEND before its test starts.
+ *
  * The sink (rdma_buf) is what the peer writes into or reads from; the
  * source (start_buf) is the local end of every transfer.
  */
@@ -48,10 +55,12 @@ static int krping_bench_setup(struct krping_run *run)
 		rkey = run->rdma_mr.mr->rkey;
 	}
 
-	ret = krping_send_msg(run, addr, rkey, o->size, 0);
-	if (!ret)
-		ret = krping_wait_count(run, &run->recv_count,
-					++run->recv_expected);
+	if (o->role == KRPING_ROLE_CLIENT) {
+		ret = krping_send_msg(run, addr, rkey, o->size, 0);
+		if (ret)
+			return ret;
+	}
+	ret = krping_wait_count(run, &run->recv_count, ++run->recv_expected);
 	if (ret)
 		return ret;
 	run->peer_addr = be64_to_cpu(run->rx.buf);
@@ -59,21 +68,32 @@ static int krping_bench_setup(struct krping_run *run)
 	/* Both sides must run the same size; a smaller sink cannot take it. */
 	if (be32_to_cpu(run->rx.size) < o->size)
 		return -EMSGSIZE;
-	return krping_post_recv(run);
+	ret = krping_post_recv(run);
+	if (ret || o->role == KRPING_ROLE_CLIENT)
+		return ret;
+	return krping_send_msg(run, addr, rkey, o->size, 0);
 }
 
-/* Tell the peer we are done and wait until it is done too. */
+/*
+ * Tell the peer we are done and wait until it is done too: the client
+ * first, the server when it has the client's word (see the top).
+ */
 static int krping_bench_finish(struct krping_run *run)
 {
-	int ret;
+	bool client = run->opts->role == KRPING_ROLE_CLIENT;
+	int ret = 0;
 
 	/* A passive side waits here the whole test: do not spin. */
 	run->lazy = true;
-	ret = krping_send_msg(run, 0, 0, 0, 0);
+	if (client)
+		ret = krping_send_msg(run, 0, 0, 0, 0);
 	if (!ret)
 		ret = krping_wait_count(run, &run->recv_count,
 					++run->recv_expected);
-	if (ret || run->opts->role == KRPING_ROLE_CLIENT)
+	if (ret || client)
+		return ret;
+	ret = krping_send_msg(run, 0, 0, 0, 0);
+	if (ret)
 		return ret;
 	return krping_wait_disconnect(run, KRPING_BENCH_LINGER);
 }

@@ -154,8 +154,11 @@ def test_stop_mid_benchmark(pool, test, side, how, count):
     end = peer.wait_end(PEER_END)
     assert end in ("done", "failed"), peer.describe()
     if end == "failed":
-        assert peer.error in (-errno.ECONNRESET, -errno.ETIMEDOUT), \
-            peer.describe()
+        # iWARP (siw) tears the stream down under work in flight: that
+        # work completes in error (-EIO) before the disconnect is seen.
+        allowed = (-errno.ECONNRESET, -errno.ETIMEDOUT) + \
+            ((-errno.EIO,) if krping.IWARP else ())
+        assert peer.error in allowed, peer.describe()
     sides = [peer] + ([victim] if how == "stop" else [])
     for s in sides:
         st = s.stats()
