@@ -235,8 +235,12 @@ static struct rt_pair *rt_pair_create_from(const char *src)
 		goto err_res;
 	}
 	ret = rt_make_qp(p->srv, p->spd, p->scq);
-	if (!ret)
+	if (!ret) {
+		/* Not from the CM handler: rdma_accept() wants its lock. */
+		rdma_lock_handler(p->srv);
 		ret = rdma_accept(p->srv, &param);
+		rdma_unlock_handler(p->srv);
+	}
 	if (!ret)
 		ret = rt_wait(p, &p->est);
 	if (ret)
