@@ -4,12 +4,16 @@
 # Usage: scripts/testbed/debug-kernel.sh [--release]
 # Build (once) the test bed's debug kernel from Debian's linux-source-6.12:
 # x86_64_defconfig + kvm_guest.config + scripts/testbed/debug.config (KASAN,
-# lockdep, kmemleak, debug objects, KUnit, rxe, siw, NTB, 9p root built in).
-# The build is cached in
-#   $KRPING_CACHE/debug-kernel/<key>/   key = source version + config + this script
+# lockdep, kmemleak, debug objects, KUnit, rxe, siw, NTB, 9p root built in),
+# with the fixes in scripts/testbed/patches/*.patch applied to the source.
+# The kernel is cached in
+#   $KRPING_CACHE/debug-kernel/<key>/   key = source version + config +
+#                                        patches + this script
 # and made visible where the rest of the test bed looks for kernels:
 #   /boot/vmlinuz-<release>, /lib/modules/<release> (with build -> the
 #   kbuild dir), /usr/src/linux-headers-<release>
+# The source tree and the kbuild dir keep their paths across keys, so a
+# changed config or patch rebuilds only what it touches (make decides).
 # so build.sh, initramfs.sh and vm-run take it as `--kver debug`.
 # Prints the release (e.g. 6.12.117-kdebug) on stdout; --release prints it
 # only if the cached kernel is complete, and fails otherwise (no build).
@@ -27,10 +31,15 @@ fragment=$TB_DIR/debug.config
 jobs=${KRPING_DEBUG_JOBS:-$(($(nproc) + 1))}
 
 version=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || stat -c %s-%Y "$tarball")
-key=$( { echo "$version"; cat "$fragment"; sed -n '/^# --- build/,$p' "$0"; } | sha256sum | cut -c1-12)
+patches=("$TB_DIR"/patches/*.patch)
+[[ -e ${patches[0]} ]] || patches=()
+patch_key=$(cat /dev/null "${patches[@]}" | sha256sum | cut -c1-12)
+key=$( { echo "$version"; cat "$fragment"; echo "$patch_key"; sed -n '/^# --- build/,$p' "$0"; } |
+	sha256sum | cut -c1-12)
+vtag=$(printf '%s' "$version" | tr -c 'A-Za-z0-9.+-' '_')
 base=$KRPING_CACHE/debug-kernel
 top=$base/$key
-build=$top/build
+build=$base/build-$vtag
 stamp=$top/.complete
 
 # publish RELEASE: the links that make the kernel look installed.
@@ -57,19 +66,26 @@ flock "$lock"
 [[ -f $stamp ]] && exec "$0" "$@"	# built by the run we waited for
 
 t0=$(tb_now)
-# A pristine tree of its own: kunit.sh hooks drivers/krping into its copy.
-src=$base/src-$(printf '%s' "$version" | tr -c 'A-Za-z0-9.+-' '_')
-if [[ ! -f $src/.extracted ]]; then
+# A tree of its own (kunit.sh hooks drivers/krping into its copy), with
+# our patches. A different patch set means a fresh extraction: tar keeps
+# the files' times, so make still rebuilds only the patched files.
+src=$base/src-$vtag
+if [[ ! -f $src/.extracted || $(cat "$src/.patches" 2>/dev/null) != "$patch_key" ]]; then
 	rm -rf "$src"
 	mkdir -p "$src"
 	tb_log "extracting $tarball"
 	tar -C "$src" --strip-components=1 -xf "$tarball"
+	for p in "${patches[@]}"; do
+		patch -d "$src" -p1 --no-backup-if-mismatch -s <"$p" || tb_die "patch $p does not apply"
+		tb_log "applied ${p##*/}"
+	done
+	echo "$patch_key" >"$src/.patches"
 	touch "$src/.extracted"
 	tb_log "extracted in $(tb_elapsed "$t0") s"
 fi
 
 rm -rf "$top"
-mkdir -p "$build"
+mkdir -p "$top" "$build"
 log=$top/build.log
 t1=$(tb_now)
 # Kconfig spells "no" as a comment; the fragment says =n for readability.
@@ -101,10 +117,10 @@ rm -f "$top/modules/lib/modules/$rel/build" "$top/modules/lib/modules/$rel/sourc
 ln -s "$build" "$top/modules/lib/modules/$rel/build"
 depmod -b "$top/modules" "$rel"
 cp "$build/arch/x86/boot/bzImage" "$top/bzImage"
-# Only the newest debug build stays: they are a few GB each.
+# Only the newest kernel stays (the kbuild dir is shared).
 for old in "$base"/*/; do
-	[[ ${old%/} == "$top" || ${old%/} == "$src" ]] && continue
-	[[ -f $old/.complete || -d $old/build ]] && rm -rf "$old"
+	[[ ${old%/} == "$top" ]] && continue
+	[[ -f $old/.complete || -f $old/build.log ]] && rm -rf "$old"
 done
 echo "$rel" >"$stamp"
 publish "$rel"

@@ -21,7 +21,8 @@ PKGS=(
 	# The guest uses the host's userland over 9p.
 	rdma-core ibverbs-utils rdmacm-utils perftest iproute2
 	python3 python3-pytest
-	# Test bed plumbing.
+	# Test bed plumbing (patch: the debug kernel's fixes).
+	patch
 	coreutils util-linux
 )
 # shellcheck disable=SC2206
