@@ -147,13 +147,7 @@ def testbed():
 def live_pair(pool, count=1000000):
     """A pair on ADDR in the middle of a validated ping run."""
     srv, cli = pool.pair(count=count, size=64, addr=ADDR, validate=1)
-    srv.start()
-    srv.expect_state("listening")
-    cli.start()
-    cli.expect_state("running")
-    srv.expect_state("running")
-    krping.wait_for(lambda: cli.stat("iterations") >= 3,
-                    what="3 client iterations")
+    krping.start_running(srv, cli, iterations=3)
     assert srv.device == cli.device == DEVICE, cli.describe()
     return srv, cli
 
@@ -251,12 +245,7 @@ def test_rmmod_refused_under_running_pair(pool, module_kept):
     # iteration on the debug kernel, ~1.5 ms on the stock one)
     count, size = (300, 64) if krping.SLOW else (2000, 1024)
     srv, cli = pool.pair(count=count, size=size, addr=ADDR, validate=1)
-    srv.start()
-    srv.expect_state("listening")
-    cli.start()
-    cli.expect_state("running")
-    krping.wait_for(lambda: cli.stat("iterations") >= 3,
-                    what="3 client iterations")
+    krping.start_running(srv, cli, iterations=3)
     refcnt = krping.module_refcnt()
     for _ in range(3):
         err = krping.delete_module()

@@ -24,13 +24,7 @@ def listening_server(pool, **attrs):
 
 def running_pair(pool, **both):
     srv, cli = pool.pair(count=0, size=64, validate=1, **both)
-    srv.start()
-    srv.expect_state("listening")
-    cli.start()
-    cli.expect_state("running")
-    srv.expect_state("running")
-    krping.wait_for(lambda: cli.stat("iterations") >= 2,
-                    what="2 client iterations")
+    krping.start_running(srv, cli)
     return srv, cli
 
 

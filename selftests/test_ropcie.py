@@ -403,13 +403,7 @@ def test_ropcie_verbs(verbs_results, case):
 def live_pair(pool):
     """A count=0 pair that is running over ropcie0."""
     srv, cli = ro_pair(pool, 0, 4096)
-    srv.start()
-    srv.expect_state("listening")
-    cli.start()
-    cli.expect_state("running")
-    srv.expect_state("running")
-    krping.wait_for(lambda: cli.stat("iterations") >= 2,
-                    what="2 iterations on the client")
+    krping.start_running(srv, cli)
     assert cli.device == ROPCIE_DEV and srv.device == ROPCIE_DEV
     return srv, cli
 

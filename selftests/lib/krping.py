@@ -416,6 +416,19 @@ def run_pair(srv, cli, timeout=TIMEOUT):
     return sstate, cstate
 
 
+def start_running(srv, cli, iterations=2):
+    """Start srv, then cli, and return once both are running and the client
+    has completed `iterations` iterations (for tests that stop, remove or
+    break a pair mid-run)."""
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    cli.expect_state("running")
+    srv.expect_state("running")
+    wait_for(lambda: cli.stat("iterations") >= iterations,
+             what=f"{iterations} client iterations")
+
+
 def ping_stats(role, n, size):
     """Exact counters of a ping run of n iterations of size bytes."""
     if role == "client":
