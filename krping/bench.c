@@ -19,7 +19,7 @@
 
 #include "run.h"
 
-/* How long a server that has finished waits for the client to leave. */
+/* How long a client that has finished waits for the server to leave. */
 #define KRPING_BENCH_LINGER	(30 * HZ)
 
 /* The lkey of the local end (start_buf) of a transfer. */
@@ -90,11 +90,15 @@ static int krping_bench_finish(struct krping_run *run)
 	if (!ret)
 		ret = krping_wait_count(run, &run->recv_count,
 					++run->recv_expected);
-	if (ret || client)
-		return ret;
-	ret = krping_send_msg(run, 0, 0, 0, 0);
 	if (ret)
 		return ret;
+	/*
+	 * The server is done once its answer has completed, and its teardown
+	 * disconnects. The client leaves only then: had it disconnected on
+	 * receipt, the server's SEND could be flushed before its ACK counted.
+	 */
+	if (!client)
+		return krping_send_msg(run, 0, 0, 0, 0);
 	return krping_wait_disconnect(run, KRPING_BENCH_LINGER);
 }
 
