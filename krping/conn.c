@@ -24,6 +24,8 @@
 #define KRPING_DISCONNECT_GRACE		HZ
 /* After our disconnect, how long flushed work may take to come back. */
 #define KRPING_FLUSH_TIMEOUT		(5 * HZ)
+/* The longest nap of a lazy poll (see krping_wait_count()). */
+#define KRPING_NAP_MAX_MS		20
 #define KRPING_RECV_DEPTH		1
 #define KRPING_MSG_SIZE			sizeof(struct krping_rdma_info)
 
@@ -105,25 +107,26 @@ int krping_check(struct krping_run *run)
 }
 
 /*
- * Sleep until the next event of the run, or spin once when the run polls
- * its CQ. @deadline (jiffies, 0 for none) bounds the sleep.
+ * Between two polls of a wait: sleep until the next event of the run, or,
+ * when the run polls its CQ, just let others run. @deadline (jiffies, 0
+ * for none) bounds the sleep. A lazy wait that polls naps between polls
+ * instead, for *@nap jiffies (see krping_wait_count()).
  */
 static void krping_idle(struct krping_run *run, int seen,
-			unsigned long deadline)
+			unsigned long deadline, unsigned long *nap)
 {
 	long timeout = MAX_SCHEDULE_TIMEOUT;
 
 	if (run->poll) {
-		ib_process_cq_direct(run->cq, -1);
-		/* Nothing measured waits here: leave the CPU to the peer. */
-		if (run->lazy)
-			usleep_range(200, 500);
-		else
+		if (!run->lazy) {
 			cond_resched();
-		return;
+			return;
+		}
+		timeout = *nap;
+		*nap = min(*nap * 2, msecs_to_jiffies(KRPING_NAP_MAX_MS));
 	}
 	if (deadline)
-		timeout = max_t(long, (long)(deadline - jiffies), 1);
+		timeout = clamp_t(long, (long)(deadline - jiffies), 1, timeout);
 	wait_event_interruptible_timeout(run->wq,
 					 atomic_read(&run->events) != seen ||
 					 kthread_should_stop(),
@@ -137,6 +140,11 @@ static void krping_idle(struct krping_run *run, int seen,
  * @target: the value to wait for
  *
  * Sleeps on completion events, or busy-polls the CQ when the run polls.
+ * A lazy wait (run->lazy: nothing is measured, e.g. a benchmark's passive
+ * side waiting for the end of the test) polls too, but naps in between,
+ * from one jiffy up to KRPING_NAP_MAX_MS: a thread that woke every few
+ * hundred microseconds took enough CPU from a software device's own work
+ * to make the peer's READ latency on rxe up to 1.7 times as long.
  * When the peer disconnects first, what it did before may still be on its
  * way: the CM's messages travel apart from the QP's, so its disconnect can
  * overtake the ACK of our last SEND. Give that a moment, then move our QP
@@ -147,7 +155,7 @@ static void krping_idle(struct krping_run *run, int seen,
  */
 int krping_wait_count(struct krping_run *run, const int *counter, int target)
 {
-	unsigned long deadline = 0;
+	unsigned long deadline = 0, nap = 1;
 	bool flushing = false;
 	int seen;
 
@@ -172,7 +180,7 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 				deadline = jiffies + KRPING_FLUSH_TIMEOUT;
 			}
 		}
-		krping_idle(run, seen, deadline);
+		krping_idle(run, seen, deadline, &nap);
 	}
 }
 
