@@ -287,6 +287,18 @@ def ropcie_teardown():
     subprocess.run(["ip", "link", "del", ROPCIE_NETDEV], capture_output=True)
 
 
+def clocksource():
+    """The kernel's clocksource: krping's ktime_get_ns() stamps read it
+    (perftest reads the TSC itself). Under QEMU TCG, hpet costs microseconds
+    per read, which is why the test bed boots with tsc=reliable."""
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/"
+                  "current_clocksource") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
 def median_of(figs, key):
     vals = [f[key] for f in figs if f is not None]
     return statistics.median(vals) if vals else None
@@ -465,7 +477,8 @@ def main():
     head = (f"{'size':>8}  {'test':<5} {'iters':>6}  {'krping':>10}  "
             f"{'perftest':>10}  {'ratio':>6}  {'unit':<12} target")
     lines = [f"krping vs perftest on {args.dev} ({args.addr}), "
-             f"kernel {os.uname().release}, reps {args.reps}", head]
+             f"kernel {os.uname().release}, clocksource {clocksource()}, "
+             f"reps {args.reps}", head]
     for r in rows:
         mark = {True: "ok", False: "MISSED", None: "-"}[r["met"]]
         lines.append(f"{r['size']:>8}  {r['test']:<5} {r['iterations']:>6}  "
@@ -514,7 +527,8 @@ def main():
     table = "\n".join(lines)
     print(table, flush=True)
 
-    doc = {"kernel": os.uname().release, "device": args.dev,
+    doc = {"kernel": os.uname().release, "clocksource": clocksource(),
+           "device": args.dev,
            "addr": args.addr, "gid_index": args.gid_index,
            "reps": args.reps, "txdepth": args.txdepth,
            "send_lat_16b_usec": send16, "seconds": round(elapsed, 1),
