@@ -37,9 +37,13 @@ is measured as in Documentation/ropcie.rst: a Python bytearray slice copy
 of 64 MiB, median of MEMCPY_REPS copies after one warm-up.
 
 Latency ratios are krping/perftest (target <= 1.0), bandwidth ratios
-krping/perftest (target >= 1.0); the ping row is information only (its
-model leaves out the memory registrations of every iteration). Both krping sessions run with poll=1,
-as perftest busy-polls by default; bw runs both with the same txdepth.
+krping/perftest (target >= 1.0), each of the medians of --reps runs
+(default 5) per tool; "pairs" is the range of the per-run ratios (the
+i-th krping run over the i-th perftest run), which shows how much of a
+ratio is run-to-run noise. The ping row is information only (its model
+leaves out the memory registrations of every iteration). Both krping
+sessions run with poll=1, as perftest busy-polls by default; bw runs
+both with the same txdepth.
 
 Normally run by scripts/bench/run.sh (make bench) inside the test VM;
 also works on a host with an RDMA device and the module loaded:
@@ -320,7 +324,7 @@ def main():
                     help="perftest -x: the RoCE v2 IPv4 GID (1 on rxe)")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--tests", default="wlat,rlat,bw,ping")
-    ap.add_argument("--reps", type=int, default=3,
+    ap.add_argument("--reps", type=int, default=5,
                     help="measure each row REPS times per tool, "
                     "alternating (krping, perftest, perftest, krping, ...); "
                     "the median is reported")
@@ -392,11 +396,14 @@ def main():
             target = "info"     # a model, not a like-for-like measurement
         elif ratio is not None:
             met = ratio <= 1.0 if target == "<=1" else ratio >= 1.0
+        kruns = [f and f.get(key) for f in kr]
+        pruns = [f and f.get(key) for f in pt]
         row = {"size": size, "test": test, "iterations": iters,
                "krping": kv, "perftest": pv, "ratio": ratio, "unit": unit,
                "perftest_program": perf_desc, "target": target, "met": met,
-               "krping_runs": [f and f.get(key) for f in kr],
-               "perftest_runs": [f and f.get(key) for f in pt]}
+               "krping_runs": kruns, "perftest_runs": pruns,
+               "pair_ratios": [k / p for k, p in zip(kruns, pruns)
+                               if k is not None and p]}
         rows.append(row)
         log(f"{test} {size} x{iters}: krping {fmt(kv)} perftest {fmt(pv)} "
             f"ratio {fmt(ratio, 3)}")
@@ -475,16 +482,19 @@ def main():
 
     elapsed = time.monotonic() - t_start
     head = (f"{'size':>8}  {'test':<5} {'iters':>6}  {'krping':>10}  "
-            f"{'perftest':>10}  {'ratio':>6}  {'unit':<12} target")
+            f"{'perftest':>10}  {'ratio':>6}  {'pairs':<11}  {'unit':<12} "
+            f"target")
     lines = [f"krping vs perftest on {args.dev} ({args.addr}), "
              f"kernel {os.uname().release}, clocksource {clocksource()}, "
              f"reps {args.reps}", head]
     for r in rows:
         mark = {True: "ok", False: "MISSED", None: "-"}[r["met"]]
+        pr = r.get("pair_ratios")
+        pairs = f"{min(pr):.2f}-{max(pr):.2f}" if pr else "-"
         lines.append(f"{r['size']:>8}  {r['test']:<5} {r['iterations']:>6}  "
                      f"{fmt(r['krping']):>10}  {fmt(r['perftest']):>10}  "
-                     f"{fmt(r['ratio'], 3):>6}  {r['unit']:<12} "
-                     f"{r['target']} {mark}")
+                     f"{fmt(r['ratio'], 3):>6}  {pairs:<11}  "
+                     f"{r['unit']:<12} {r['target']} {mark}")
     if args.reps > 1:
         lines.append("each run (the figures above are the medians):")
         for r in rows:
@@ -523,7 +533,9 @@ def main():
                      f"{send16:.2f} usec; wlat/rlat from the rows above")
     lines.append(f"latency: median (t_typical) in usec, ratio "
                  f"krping/perftest; bw: BW average MB/s (2^20), ratio "
-                 f"krping/perftest; measured in {elapsed:.0f} s")
+                 f"krping/perftest; pairs: the lowest and highest ratio "
+                 f"of the i-th krping run to the i-th perftest run; "
+                 f"measured in {elapsed:.0f} s")
     table = "\n".join(lines)
     print(table, flush=True)
 
