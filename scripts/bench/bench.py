@@ -294,7 +294,7 @@ def ropcie_teardown():
 def clocksource():
     """The kernel's clocksource: krping's ktime_get_ns() stamps read it
     (perftest reads the TSC itself). Under QEMU TCG, hpet costs microseconds
-    per read, which is why the test bed boots with tsc=reliable."""
+    per read, which is why make bench boots with tsc=reliable."""
     try:
         with open("/sys/devices/system/clocksource/clocksource0/"
                   "current_clocksource") as f:
