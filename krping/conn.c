@@ -76,8 +76,11 @@ static int krping_wait_cm(struct krping_run *run, int milestone)
 				       test_bit(milestone, &run->cm_flags) ||
 				       krping_broken(run) ||
 				       kthread_should_stop());
-	if (test_bit(milestone, &run->cm_flags))
+	if (test_bit(milestone, &run->cm_flags)) {
+		/* What the handler stored before the bit, the hello. */
+		smp_rmb();
 		return 0;
+	}
 	return krping_wait_result(run, ret);
 }
 
@@ -205,9 +208,21 @@ int krping_wait_disconnect(struct krping_run *run, unsigned long timeout)
 	return READ_ONCE(run->error);
 }
 
+/* The krping hello in a CM event's private data, or NULL if none. */
+static const struct krping_hello *krping_hello_of(const struct rdma_cm_event *ev)
+{
+	const struct krping_hello *hello = ev->param.conn.private_data;
+
+	if (!hello || ev->param.conn.private_data_len < sizeof(*hello) ||
+	    hello->magic != cpu_to_be32(KRPING_HELLO_MAGIC))
+		return NULL;
+	return hello;
+}
+
 static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct krping_run *run = id->context;
+	const struct krping_hello *hello;
 
 	pr_debug("%s: %s, status %d\n", run_name(run), rdma_event_msg(ev->event),
 		 ev->status);
@@ -223,10 +238,25 @@ static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		/* One connection per server session; refuse the others. */
 		if (READ_ONCE(run->child))
 			return -EBUSY;
-		/* Pairs with smp_load_acquire() in krping_wait_child(). */
+		hello = krping_hello_of(ev);
+		if (hello) {
+			run->peer_hello = true;
+			run->peer_count = be32_to_cpu(hello->count);
+		}
+		/* Pairs with smp_load_acquire() in krping_accept(). */
 		smp_store_release(&run->child, id);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		/* The client learns from the accept how the run ends. */
+		hello = krping_hello_of(ev);
+		if (run->opts->role == KRPING_ROLE_CLIENT && hello) {
+			run->peer_hello = true;
+			run->peer_count = be32_to_cpu(hello->count);
+			run->server_leaves_first = be32_to_cpu(hello->flags) &
+						   KRPING_HELLO_LEAVES_FIRST;
+		}
+		/* Pairs with smp_rmb() in krping_wait_cm(). */
+		smp_mb__before_atomic();
 		set_bit(KRPING_CM_ESTABLISHED, &run->cm_flags);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
@@ -566,7 +596,8 @@ static int krping_create_id(struct krping_run *run)
 	return 0;
 }
 
-static void krping_conn_param(struct rdma_conn_param *p)
+static void krping_conn_param(struct rdma_conn_param *p,
+			      struct krping_hello *hello, u32 flags, u32 count)
 {
 	memset(p, 0, sizeof(*p));
 	/* The server RDMA READs from the client: one read in flight. */
@@ -574,6 +605,34 @@ static void krping_conn_param(struct rdma_conn_param *p)
 	p->initiator_depth = 1;
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
+	hello->magic = cpu_to_be32(KRPING_HELLO_MAGIC);
+	hello->flags = cpu_to_be32(flags);
+	hello->count = cpu_to_be32(count);
+	p->private_data = hello;
+	p->private_data_len = sizeof(*hello);
+}
+
+/*
+ * Server: how the run ends, decided before the accept that tells the
+ * client. A ping server without a count of its own runs the count its
+ * krping client announced. With a count and a krping client it
+ * disconnects first; an rping client disconnects first itself. The
+ * benchmarks' server always leaves first (their client is krping).
+ */
+static void krping_plan_end(struct krping_run *run)
+{
+	const struct krping_options *o = run->opts;
+
+	run->count = o->count;
+	if (!run->count && run->peer_hello)
+		run->count = run->peer_count;
+	if (o->test != KRPING_TEST_PING)
+		run->server_leaves_first = true;
+	else
+		run->server_leaves_first = run->peer_hello && run->count;
+	pr_debug("%s: %s client, count %u, the %s disconnects first\n",
+		 run_name(run), run->peer_hello ? "krping" : "foreign",
+		 run->count, run->server_leaves_first ? "server" : "client");
 }
 
 /**
@@ -586,6 +645,7 @@ int krping_connect(struct krping_run *run)
 {
 	struct sockaddr_storage dst = run->opts->addr;
 	struct rdma_conn_param param;
+	struct krping_hello hello;
 	int ret;
 
 	krping_set_port(&dst, run->opts->port);
@@ -611,7 +671,8 @@ int krping_connect(struct krping_run *run)
 	if (ret)
 		return ret;
 
-	krping_conn_param(&param);
+	run->count = run->opts->count;
+	krping_conn_param(&param, &hello, 0, run->count);
 	ret = rdma_connect(run->cm_id, &param);
 	if (!ret)
 		ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
@@ -628,6 +689,7 @@ int krping_accept(struct krping_run *run)
 {
 	struct sockaddr_storage src = run->opts->addr;
 	struct rdma_conn_param param;
+	struct krping_hello hello;
 	struct rdma_cm_id *child;
 	int ret;
 
@@ -659,7 +721,9 @@ int krping_accept(struct krping_run *run)
 	if (ret)
 		return ret;
 
-	krping_conn_param(&param);
+	krping_plan_end(run);
+	krping_conn_param(&param, &hello, run->server_leaves_first ?
+			  KRPING_HELLO_LEAVES_FIRST : 0, run->count);
 	/* Outside the CM handler rdma_accept() needs the handler lock. */
 	rdma_lock_handler(child);
 	ret = rdma_accept(child, &param);

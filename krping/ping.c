@@ -12,6 +12,10 @@
  * With mem_mode=reg the client fast-registers each buffer before it
  * advertises it (with a new key each time); the server registers its
  * buffer before each READ and WRITE unless local_dma_lkey is set.
+ *
+ * After its last iteration a krping server with a krping client
+ * disconnects first (struct krping_hello); with an rping peer the client
+ * disconnects, as rping does.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -20,7 +24,7 @@
 
 #include "run.h"
 
-/* How long a server that ran its count waits for the client to leave. */
+/* How long the side that ran its count waits for the other to leave. */
 #define KRPING_LINGER_TIMEOUT	(30 * HZ)
 /* Longest prefix of the ping data that verbose logs. */
 #define KRPING_VERBOSE_MAX	64
@@ -119,6 +123,9 @@ static int krping_client_loop(struct krping_run *run)
 		krping_lat_add(&run->lat, ktime_get_ns() - t0);
 		atomic64_inc(&st->iterations);
 	}
+	/* A krping server leaves once its last go-ahead has completed. */
+	if (run->server_leaves_first && run->peer_count == o->count)
+		return krping_wait_disconnect(run, KRPING_LINGER_TIMEOUT);
 	return 0;
 }
 
@@ -174,8 +181,9 @@ static int krping_server_loop(struct krping_run *run)
 	int ret;
 
 	for (;;) {
-		if (o->count && iter == o->count)
-			return krping_wait_disconnect(run,
+		if (run->count && iter == run->count)
+			return run->server_leaves_first ? 0 :
+			       krping_wait_disconnect(run,
 						      KRPING_LINGER_TIMEOUT);
 
 		ret = krping_server_recv_adv(run, &addr, &rkey, &len);

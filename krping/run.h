@@ -7,6 +7,7 @@
 #ifndef KRPING_RUN_H
 #define KRPING_RUN_H
 
+#include <linux/bits.h>
 #include <linux/wait.h>
 #include <rdma/rdma_cm.h>
 
@@ -22,6 +23,24 @@ struct krping_rdma_info {
 	__be32 rkey;
 	__be32 size;
 };
+
+/*
+ * The private data of a krping connection request, and of its accept.
+ * Each side announces how many iterations it will run; the server also
+ * whether it will disconnect first, as soon as its last SEND has
+ * completed. Had the client left first, on receipt of that SEND, its QP
+ * could enter the error state before the SEND's ACK left, and the server
+ * would see its last SEND flushed. A peer that sends no hello (rping, the
+ * original krping) keeps rping's ending: the client disconnects.
+ */
+struct krping_hello {
+	__be32 magic;
+	__be32 flags;
+	__be32 count;
+};
+
+#define KRPING_HELLO_MAGIC		0x6b727067	/* "krpg" */
+#define KRPING_HELLO_LEAVES_FIRST	BIT(0)		/* server: I disconnect */
 
 /* A kmalloc'ed buffer and its DMA mapping. */
 struct krping_buf {
@@ -65,6 +84,11 @@ enum {
  * @cq: the one CQ for sends and receives
  * @qp: the RC queue pair
  * @cm_flags: KRPING_CM_* milestones reached
+ * @peer_hello: the peer sent a krping hello
+ * @peer_count: the iterations that hello announced
+ * @count: ping: the iterations of this run (a server without a count of
+ *	its own runs the count a krping client announced)
+ * @server_leaves_first: the server disconnects first (its hello said so)
  * @error: first hard error (negative errno), 0 if none
  * @disconnected: the peer disconnected
  * @flushed: a work request completed with a flush error
@@ -121,6 +145,10 @@ struct krping_run {
 	u32 port_num;
 
 	unsigned long cm_flags;
+	bool peer_hello;
+	u32 peer_count;
+	u32 count;
+	bool server_leaves_first;
 	int error;
 	bool disconnected;
 	bool flushed;

@@ -249,3 +249,18 @@ def pool():
     problems = p.cleanup()
     if problems:
         pytest.fail("cleanup failed: " + "; ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def dyndbg():
+    """Enable the module's debug messages if dynamic debug is there, and
+    turn them off again after. Yields whether they are on."""
+    on = False
+    try:
+        krping.write_text(krping.DYNDBG, f"module {krping.MODULE} +p")
+        on = True
+    except OSError:
+        pass
+    yield on
+    if on:
+        krping.write_errno(krping.DYNDBG, f"module {krping.MODULE} -p")

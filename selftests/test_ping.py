@@ -2,6 +2,7 @@
 """Full ping-pong runs between a krping server and a krping client."""
 
 import errno
+import time
 
 import pytest
 
@@ -126,8 +127,9 @@ def test_server_listens_on_any_address(pool):
     check_run(srv, cli, 5, 64, *run_pair(srv, cli))
 
 
-def test_server_count_zero_ends_done_on_client_disconnect(pool):
-    """A server with count=0 serves until the client disconnects cleanly."""
+def test_server_count_zero_runs_the_clients_count(pool):
+    """A server with count=0 runs the count its krping client announced
+    in its hello, and both end done."""
     srv, cli = pool.pair(count=7, size=64, validate=1, server=dict(count=0))
     sstate, cstate = run_pair(srv, cli)
     check_run(srv, cli, 7, 64, sstate, cstate)
@@ -254,24 +256,6 @@ def test_client_to_second_device_address(pool):
     check_run(srv, cli, 5, 64, *run_pair(srv, cli))
 
 
-DYNDBG = "/sys/kernel/debug/dynamic_debug/control"
-
-
-@pytest.fixture
-def dyndbg():
-    """Enable the module's debug messages if dynamic debug is there
-    (verbose output may use them), and turn them off again after."""
-    on = False
-    try:
-        krping.write_text(DYNDBG, f"module {krping.MODULE} +p")
-        on = True
-    except OSError:
-        pass
-    yield
-    if on:
-        krping.write_errno(DYNDBG, f"module {krping.MODULE} -p")
-
-
 @pytest.mark.parametrize("verbose", [1, 0])
 def test_verbose_logs_ping_data(pool, dyndbg, verbose):
     """verbose=1: the client logs each iteration's data ("rdma-ping-<n>: "
@@ -289,3 +273,53 @@ def test_verbose_logs_ping_data(pool, dyndbg, verbose):
                 f"iteration {i} not logged: {lines}"
     else:
         assert lines == []
+
+
+@pytest.mark.parametrize("server_count", [5, 0])
+def test_ping_server_disconnects_first(pool, dyndbg, server_count):
+    """Two krping sides agree in their hello that the server disconnects
+    once its last go-ahead has completed (so that it can never be flushed
+    by the client's disconnect); a count=0 server takes the client's."""
+    if not dyndbg:
+        pytest.skip("no dynamic debug: the server's ending line is a "
+                    "pr_debug")
+    log = krping.Kmsg()
+    try:
+        srv, cli = ping_pair(pool, 5, 4096, server=dict(count=server_count))
+        line = krping.ending_line(log, srv)
+    finally:
+        log.close()
+    assert "krping client, count 5, the server disconnects first" in line
+
+
+def test_ping_client_wants_more_than_the_server(pool):
+    """Server count 3, client count 5: the server ends done after 3 and
+    disconnects; the client learns it at once (not after the 30 s the
+    server would wait for an rping client) and ends failed, -ECONNRESET."""
+    srv, cli = pool.pair(count=3, size=64, validate=1,
+                         client=dict(count=5))
+    t0 = time.monotonic()
+    sstate, cstate = run_pair(srv, cli)
+    elapsed = time.monotonic() - t0
+    assert sstate == "done" and srv.error == 0, srv.describe()
+    # the client's fourth advertisement may have arrived before the end
+    assert srv.stat("iterations") == 3, srv.describe()
+    assert not krping.partial_ping_problems("server", srv.stats(), 64)
+    assert cstate == "failed" and cli.error == -errno.ECONNRESET, \
+        cli.describe()
+    assert cli.stat("iterations") == 3, cli.describe()
+    assert not krping.partial_ping_problems("client", cli.stats(), 64)
+    assert elapsed < 20, f"the client took {elapsed:.1f} s to learn it"
+
+
+def test_ping_client_wants_fewer_than_the_server(pool):
+    """Server count 5, client count 3: the client ends done after 3 and
+    disconnects first; the server, short of its count, ends failed."""
+    srv, cli = pool.pair(count=5, size=64, validate=1,
+                         client=dict(count=3))
+    sstate, cstate = run_pair(srv, cli)
+    assert cstate == "done" and cli.error == 0, cli.describe()
+    assert cli.stats() == ping_stats("client", 3, 64), cli.describe()
+    assert sstate == "failed" and srv.error == -errno.ECONNRESET, \
+        srv.describe()
+    assert srv.stats() == ping_stats("server", 3, 64), srv.describe()

@@ -128,3 +128,30 @@ def test_rping_client_krping_server(rping_ok, rpings, pool, size, mem_mode,
     assert srv.error == 0
     assert srv.device in krping.RDMA_DEVICES
     assert srv.stats() == ping_stats("server", COUNT, size), srv.describe()
+
+
+def test_rping_client_disconnects_first(rping_ok, rpings, pool, dyndbg):
+    """rping sends no krping hello, so a krping server with a count lets
+    rping disconnect first, as an rping server would, and ends done."""
+    if not dyndbg:
+        pytest.skip("no dynamic debug: the server's ending line is a "
+                    "pr_debug")
+    port = krping.next_port()
+    srv = pool.session("s", role="server", addr=krping.SERVER_ADDR, port=port,
+                       count=COUNT, size=64)
+    log = krping.Kmsg()
+    try:
+        srv.start()
+        srv.expect_state("listening")
+        cli = Rping(["-c", "-a", krping.SERVER_ADDR, "-p", str(port), "-C",
+                     str(COUNT), "-V", "-S", "64"])
+        rpings.append(cli)
+        rc = cli.wait()
+        end = srv.wait_end()
+        line = krping.ending_line(log, srv)
+    finally:
+        log.close()
+    assert rc == 0 and end == "done", srv.describe() + " | " + cli.describe()
+    assert srv.stats() == ping_stats("server", COUNT, 64), srv.describe()
+    assert f"foreign client, count {COUNT}, the client disconnects first" \
+        in line

@@ -605,6 +605,18 @@ def wait_listener(port, timeout=SHORT_TIMEOUT):
 
 # --- benchmarks: latency/, bandwidth/, reset --------------------------------
 
+DYNDBG = "/sys/kernel/debug/dynamic_debug/control"
+
+
+def ending_line(log, srv):
+    """A ping server's debug line (dynamic debug on) that says which side
+    disconnects first; log is a Kmsg opened before the run."""
+    lines = [l for l in log.read() if f"{srv.name}: " in l
+             and "disconnects first" in l]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
 LATENCY = ("samples", "min_ns", "max_ns", "mean_ns", "p50_ns", "p99_ns",
            "p999_ns", "stdev_ns")
 BANDWIDTH = ("bytes", "duration_ns", "mbytes_per_sec", "msgs_per_sec")
