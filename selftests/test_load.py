@@ -18,8 +18,6 @@ import errno
 import threading
 import time
 
-import pytest
-
 from lib import krping
 from lib.krping import ping_stats
 

@@ -37,8 +37,6 @@ import select
 import signal
 import time
 
-import pytest
-
 from lib import krping
 import test_bad_input
 import test_options

@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from lib import krping
-from lib.krping import Session
 
 
 def test_mkdir_creates_both_dirs_rmdir_removes_them(pool):
