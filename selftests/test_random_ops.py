@@ -231,8 +231,11 @@ class Worker:
 
     def op_reset(self, name, own):
         err = krping.write_errno(krping.SYSFS / name / "reset", "1")
-        if err not in (0, errno.EBUSY) and not (err == errno.ENOENT
-                                                and not own):
+        # A foreign session may vanish between open() and write(): sysfs
+        # (kernfs) then fails the write with ENODEV, where configfs says
+        # ENOENT.
+        if err not in (0, errno.EBUSY) and not (
+                err in (errno.ENOENT, errno.ENODEV) and not own):
             self.problem(f"{name}/reset <- 1: {krping.errname(err)}")
         return krping.errname(err)
 
