@@ -273,7 +273,8 @@ def test_duration(name):
     cp = cli("pair", *common(count=0), "--duration", 1, "--json",
              "--name", name, check=0)
     run = json.loads(cp.stdout)["results"][0]
-    assert run["ok"]
+    srv = run["sides"]["server"]
+    assert run["ok"], (srv["state"], srv["error"], cp.stderr)
     assert run["sides"]["client"]["state"] == "stopped"
     assert run["sides"]["client"]["stats"]["iterations"] > 0
 
