@@ -63,7 +63,7 @@ def _tap_name(nodeid):
     return name.replace("#", "\\#")
 
 
-def _diag(text, limit=60):
+def _diag(text, limit=200):
     lines = str(text).splitlines()
     if len(lines) > limit:
         lines = [f"... ({len(lines) - limit} lines cut)"] + lines[-limit:]
