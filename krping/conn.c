@@ -68,6 +68,25 @@ static int krping_wait_result(const struct krping_run *run, int wait_ret)
 	return -ECONNRESET;
 }
 
+/*
+ * Before the connection is established, a flush is only the QP's side of
+ * a verdict the CM is about to deliver: on a REJ, rdma_cm moves the QP to
+ * the error state before it calls us with REJECTED, and the flushed
+ * receives can reach us first (seen on a slow kernel). Wait a bounded time
+ * for the CM's event, which says why.
+ */
+static int krping_wait_cm_verdict(struct krping_run *run)
+{
+	long ret;
+
+	ret = wait_event_interruptible_timeout(run->wq,
+					       READ_ONCE(run->error) ||
+					       READ_ONCE(run->disconnected) ||
+					       kthread_should_stop(),
+					       KRPING_FLUSH_TIMEOUT);
+	return ret < 0 ? ret : 0;
+}
+
 static int krping_wait_cm(struct krping_run *run, int milestone)
 {
 	int ret;
@@ -81,6 +100,9 @@ static int krping_wait_cm(struct krping_run *run, int milestone)
 		smp_rmb();
 		return 0;
 	}
+	if (!ret && !READ_ONCE(run->error) && !READ_ONCE(run->disconnected) &&
+	    !krping_told_to_stop())
+		ret = krping_wait_cm_verdict(run);
 	return krping_wait_result(run, ret);
 }
 

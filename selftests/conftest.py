@@ -160,6 +160,19 @@ class TapPlugin:
     def pytest_internalerror(self, excrepr, excinfo):
         self._out(*_diag(excrepr), "Bail out! internal error")
 
+    def _write_durations(self):
+        """Every test's time, slowest first, to $KRPING_OUT/durations.tsv
+        (the VM's output dir): where a stage's time goes, for its budget."""
+        out = os.environ.get("KRPING_OUT")
+        if not out:
+            return
+        try:
+            with open(os.path.join(out, "durations.tsv"), "w") as f:
+                for d, n in sorted(self.durations, reverse=True):
+                    f.write(f"{d:.2f}\t{n}\n")
+        except OSError as e:
+            self._out(f"# durations.tsv not written: {e}")
+
     def pytest_sessionfinish(self, session, exitstatus):
         c = self.counts
         slow = sorted(self.durations, reverse=True)[:5]
@@ -167,6 +180,7 @@ class TapPlugin:
             self._out("# slowest: " + ", ".join(
                 f"{_tap_name(n)} {d:.1f}s" for d, n in slow))
             self._out(f"# total test time {sum(d for d, _ in self.durations):.0f}s")
+            self._write_durations()
         self._out(f"# Totals: pass:{c['pass']} fail:{c['fail']} xfail:0 "
                   f"xpass:0 skip:{c['skip']} error:0")
         if c["fail"]:
