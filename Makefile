@@ -7,12 +7,13 @@
 #   make clean            remove in-place build products and results/
 #   make deps             install the Debian packages the test bed needs
 #   make build            W=1 builds for 6.12 and 6.1 in $KRPING_CACHE
-#   make check            deps, builds, KUnit, selftests (6.12 VM), smoke
-#                         (6.1 VM), the debug kernel (KASAN, lockdep,
-#                         kmemleak) with KUnit and the selftests over rxe
-#                         and siw, summary; last line "N passed, N failed, ..."
-#   make check-STAGE      one stage of check (deps build kunit selftests smoke
-#                         debug-kernel debug-kunit debug-rxe debug-siw)
+#   make check            deps, builds, selftests (6.12 VM), smoke (6.1 VM),
+#                         the debug kernel (KASAN, lockdep, kmemleak) with
+#                         KUnit and the selftests over rxe and siw, stages
+#                         overlapping; summary, last line "N passed, N failed, ..."
+#   make check-STAGE      one stage of check (deps build selftests smoke
+#                         debug-kernel debug-kunit debug-rxe debug-siw), or
+#                         kunit: the KUnit suites on UML (not in check)
 #   make run              deps, builds, then the demo in a 6.12 VM
 #   make vm CMD='...'     run CMD in a VM (KVER=6.12|6.1; see scripts/testbed/vm-run)
 #   make bench            krping against perftest on rxe in a 6.12 VM (not in check)
@@ -27,7 +28,7 @@ KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
 KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
-CHECK_STAGES := deps build kunit selftests smoke debug-kernel debug-kunit debug-rxe debug-siw
+CHECK_STAGES := deps build selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit
 
 .PHONY: all modules clean deps build check run vm \
 	$(addprefix check-,$(CHECK_STAGES))

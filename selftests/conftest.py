@@ -40,6 +40,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "destructive: unloads/reloads the module (runs last)")
+    config.addinivalue_line(
+        "markers", "stock_only: its kernel path is the same on every kernel "
+        "and covered on the debug kernel by a representative, KUnit or "
+        "another test; the debug-kernel stages deselect it")
     if config.getoption("tap"):
         # Replace pytest's terminal output (its options stay defined,
         # unlike with -p no:terminal, which assertion rewriting needs).

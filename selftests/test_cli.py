@@ -28,6 +28,8 @@ LAT_HEAD = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"
             "   99.9% percentile[usec]")
 BW_HEAD = " #bytes     #iterations    BW average[MB/sec]   MsgRate[Mpps]"
 
+# The CLI's own logic is the same on every kernel: the debug kernel runs
+# test_pair_ping_json as its representative, the rest is STOCK_ONLY.
 pytestmark = pytest.mark.skipif(not TOOL.exists(),
                                 reason=f"{TOOL} not present (installed copy?)")
 
@@ -106,6 +108,7 @@ def common(port=None, count=10):
 
 # --------------------------------------------------------------------------
 
+@krping.STOCK_ONLY
 def test_help(tool, capsys):
     rc, out, _ = inproc(tool, capsys, "--help")
     assert rc == 0
@@ -120,6 +123,7 @@ def test_help(tool, capsys):
     assert "usage: krping" in cli("--help", check=0).stdout
 
 
+@krping.STOCK_ONLY
 def test_tool_helpers(tool):
     k = tool
     assert k.ALL_SIZES == [2 ** i for i in range(1, 24)]
@@ -129,6 +133,7 @@ def test_tool_helpers(tool):
     assert k.LAT_HEAD == LAT_HEAD and k.BW_HEAD == BW_HEAD
 
 
+@krping.STOCK_ONLY
 def test_no_module_dir(tool, capsys, monkeypatch):
     monkeypatch.setattr(tool, "CONFIGFS", "/nonexistent/krping")
     rc, _, err = inproc(tool, capsys, "pair", "--addr", krping.SERVER_ADDR)
@@ -161,6 +166,7 @@ def test_pair_ping_json(name):
                 fig["t_max_usec"]
 
 
+@krping.STOCK_ONLY
 def test_pair_ping_table(name):
     cp = cli("pair", *common(count=10), "--size", 4096, "--name", name,
              check=0)
@@ -177,6 +183,7 @@ def test_pair_ping_table(name):
         assert any("done, 10 iterations" in l for l in lines), cp.stdout
 
 
+@krping.STOCK_ONLY
 def test_run_both_sides_with_option_strings(name):
     port = krping.next_port()
     opts = f"addr={krping.SERVER_ADDR},port={port},count=5,size=128"
@@ -205,6 +212,7 @@ def test_run_both_sides_with_option_strings(name):
     assert cside["options"].endswith(",validate")
 
 
+@krping.STOCK_ONLY
 def test_keep_show_list_reset_rm(name, tool, capsys):
     cli("pair", *common(count=3), "--name", name, "--keep", check=0)
     assert leftovers(name) == [name + "c", name + "s"]
@@ -228,23 +236,27 @@ def test_keep_show_list_reset_rm(name, tool, capsys):
     assert rc == 2 and "--all" in err
 
 
+@krping.STOCK_ONLY
 def test_connection_refused(name):
     cp = cli("run", "--client", *common(count=1), "--name", name, check=1)
     assert "error -111 (ECONNREFUSED)" in cp.stderr, cp.stderr
     assert "no server listens" in cp.stderr
 
 
+@krping.STOCK_ONLY
 def test_start_refused(name):
     cp = cli("pair", *common(count=1), "--duplex", "--name", name, check=2)
     assert "start refused: EINVAL" in cp.stderr, cp.stderr
 
 
+@krping.STOCK_ONLY
 def test_value_refused(name):
     cp = cli("pair", *common(count=1), "--txdepth", 2, "--name", name,
              check=2)
     assert "txdepth=2 refused: ERANGE" in cp.stderr, cp.stderr
 
 
+@krping.STOCK_ONLY
 def test_usage_errors(tool, capsys):
     rc, _, err = inproc(tool, capsys, "run", "--addr", krping.SERVER_ADDR)
     assert rc == 2 and "--server or --client" in err
@@ -256,6 +268,7 @@ def test_usage_errors(tool, capsys):
     assert rc == 2 and "no session 'no-such-session'" in err
 
 
+@krping.STOCK_ONLY
 def test_sweep_skips_sizes_above_max(name):
     cp = cli("pair", *common(count=2), "--sizes", "64,8m", "--json",
              "--name", name, check=0)
@@ -269,6 +282,7 @@ def test_sweep_skips_sizes_above_max(name):
     assert "16777216 skipped: larger than the module's maximum" in cp.stdout
 
 
+@krping.STOCK_ONLY
 def test_duration(name):
     cp = cli("pair", *common(count=0), "--duration", 1, "--json",
              "--name", name, check=0)
@@ -279,6 +293,7 @@ def test_duration(name):
     assert run["sides"]["client"]["stats"]["iterations"] > 0
 
 
+@krping.STOCK_ONLY
 def test_interrupt_removes_sessions(name):
     p = subprocess.Popen([PY, str(TOOL), "pair", *map(str, common(count=0)),
                           "--name", name], stdout=subprocess.PIPE,
@@ -299,6 +314,7 @@ def test_interrupt_removes_sessions(name):
     assert "interrupted" in err
 
 
+@krping.STOCK_ONLY
 @needs_bench
 @pytest.mark.parametrize("test", ["wlat", "rlat", "bw"])
 def test_benchmark_table_and_json(name, tool, capsys, test):

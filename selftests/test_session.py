@@ -165,7 +165,9 @@ GOOD = [
 ] + [(b, v, v) for b in krping.BOOL_ATTRS for v in ("1", "0")]
 
 
-@pytest.mark.parametrize("attr,value,shown", GOOD,
+@pytest.mark.parametrize("attr,value,shown",
+                         krping.representatives(
+                             GOOD, key=lambda g: krping.ATTR_KIND[g[0]]),
                          ids=[f"{a}={v}" for a, v, _ in GOOD])
 @pytest.mark.parametrize("newline", [False, True], ids=["raw", "echo"])
 def test_good_value(pool, attr, value, shown, newline):

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # Usage: scripts/testbed/check.sh [STAGE...]
-# Run the test stages (default: all, in this order) and then the summary:
+# Run the test stages (default: all of make check, overlapping where the
+# stage graph below allows) and then the summary:
 #   deps       scripts/testbed/deps.sh
 #   build      rdma_krping.ko for 6.12 and 6.1, W=1, warnings fail
 #                -> build.tap (one test per kernel)
-#   kunit      scripts/kunit.sh --tap (UML)         -> kunit.tap
 #   selftests  selftests/run_tests.sh in a 6.12 VM  -> selftests-<kver>.tap,
 #                                                 selftests-<kver>-dmesg.tap
 #   smoke      selftests/smoke_ping.sh in a 6.1 VM  -> smoke-<kver>.tap,
@@ -17,15 +17,18 @@
 #                                                 debug-kernel-build.tap
 #   debug-kunit   the KUnit modules loaded in a debug-kernel VM (2 CPUs)
 #                                              -> debug-kunit.tap (+ -dmesg)
-#   debug-rxe  selftests/run_tests.sh on the debug kernel over rxe (but
-#              the value tables of test_bad_input.py), then kmemleak
-#              scans and module unload        -> debug-rxe.tap (+ -dmesg)
+#   debug-rxe  selftests/run_tests.sh on the debug kernel over rxe, but
+#              the tests marked stock_only, then kmemleak scans and
+#              module unload                  -> debug-rxe.tap (+ -dmesg)
 #   debug-siw  the same over siw (iWARP), without the files that never
 #              reach an RDMA device and test_ropcie.py (ropcie brings its
 #              own device; debug-rxe ran them all)     -> debug-siw.tap
-# Every stage runs even when an earlier one failed; each prints its time.
+#   kunit      (only when named) scripts/kunit.sh --tap (UML) -> kunit.tap
+# Every stage runs even when one it needs failed; each prints its time,
+# and its output lines carry a "[stage] " prefix.
 # Results go to $KRPING_RESULTS (default <repo>/results): the TAP files,
-# <stage>.rc/.time/.log, and the VM output dirs vm-<stage>-<kver>/.
+# <stage>.rc/.time/.log, check.time (wall clock), and the VM output dirs
+# vm-<stage>-<kver>/.
 # The last line printed is "N passed, N failed, N skipped" (tap-summary);
 # the exit status is 1 when anything failed or a stage crashed.
 #
@@ -34,7 +37,8 @@
 #   KRPING_KUNIT_TIMEOUT (default 2400 s),
 #   KRPING_SELFTESTS_KVER (default 6.12), KRPING_SMOKE_KVER (default 6.1),
 #   KRPING_BUILD_KVERS (default "6.12 6.1"),
-#   KRPING_DEBUG_VM_TIMEOUT (default 2400 s per debug-kernel VM).
+#   KRPING_DEBUG_VM_TIMEOUT (default 2400 s per debug-kernel VM),
+#   KRPING_CHECK_JOBS (stages at once, default 2).
 set -euo pipefail
 # shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -155,21 +159,22 @@ stage_debug-kunit() {
 		"/usr/src/linux-headers-$rel/source/tools/testing/kunit"
 }
 # The debug kernel runs the suite about ten times slower than Debian's
-# (TCG, KASAN, lockdep, kmemleak), so its stages leave out what cannot
-# find anything there: test_bad_input.py's value tables go through the
-# option parser, which debug-kunit runs on this kernel case by case (803
-# cases); the selftests stage runs the tables on Debian's kernel.
-DEBUG_RXE_SKIP=(test_bad_input.py)
+# (TCG, KASAN, lockdep, kmemleak), so its stages leave out the tests
+# marked stock_only: their kernel path is the same on every kernel and
+# is covered here by a representative, KUnit (debug-kunit) or another
+# test; the selftests stage runs them all.
+DEBUG_PYTEST=(-m "not stock_only")
 # Over siw, the files that reach an RDMA device. The configfs-only ones
 # ran on this kernel in debug-rxe, and test_ropcie.py brings its own
 # device.
-DEBUG_SIW_SKIP=("${DEBUG_RXE_SKIP[@]}" test_ropcie.py test_abuse_writes.py
-	test_options.py test_session.py test_random_ops.py)
+DEBUG_SIW_SKIP=(test_ropcie.py test_abuse_writes.py test_options.py
+	test_session.py test_random_ops.py test_bad_input.py)
 stage_debug-rxe() {
-	debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh "${DEBUG_RXE_SKIP[@]/#/--ignore=}"
+	debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}"
 }
 stage_debug-siw() {
-	debug_vm debug-siw --provider siw -- selftests/run_tests.sh "${DEBUG_SIW_SKIP[@]/#/--ignore=}"
+	debug_vm debug-siw --provider siw -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
+		"${DEBUG_SIW_SKIP[@]/#/--ignore=}"
 }
 
 # The stages form a graph, not a line: the debug kernel's build (CPU
@@ -206,7 +211,7 @@ ready() {
 	local n
 	for n in ${NEEDS[$1]:-}; do
 		[[ " ${stages[*]} " == *" $n "* ]] || continue
-		[[ ${state[$n]} == done ]] || return 1
+		[[ ${state[$n]} == ended ]] || return 1
 	done
 }
 
@@ -217,7 +222,8 @@ seq=0 running=0 left=${#stages[@]}
 while ((left)); do
 	for s in "${stages[@]}"; do
 		((running < JOBS)) || break
-		[[ ${state[$s]} == waiting ]] && ready "$s" || continue
+		[[ ${state[$s]} == waiting ]] || continue
+		ready "$s" || continue
 		seq=$((seq + 1))
 		run_stage "$seq" "$s" &
 		pid_stage[$!]=$s
@@ -227,7 +233,7 @@ while ((left)); do
 	done_pid=
 	wait -n -p done_pid || true
 	[[ -n $done_pid && -n ${pid_stage[$done_pid]:-} ]] || continue
-	state[${pid_stage[$done_pid]}]=done
+	state[${pid_stage[$done_pid]}]=ended
 	unset "pid_stage[$done_pid]"
 	running=$((running - 1))
 	left=$((left - 1))

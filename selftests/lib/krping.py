@@ -30,6 +30,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 CONFIGFS = Path(os.environ.get("KRPING_CONFIGFS", "/sys/kernel/config/krping"))
 SYSFS = Path(os.environ.get("KRPING_SYSFS", "/sys/kernel/krping"))
 MODULE = "rdma_krping"
@@ -68,6 +70,12 @@ BOOL_ATTRS = ("validate", "verbose", "duplex", "poll", "server_inv",
 OPTION_ATTRS = ("role", "addr", "port", "count", "size", "test",
                 "mem_mode", "txdepth", "tos") + BOOL_ATTRS
 ALL_ATTRS = OPTION_ATTRS + ("options", "start")
+# How the module parses each attribute: one parser per kind.
+ATTR_KIND = {"role": "enum", "test": "enum", "mem_mode": "enum",
+             "addr": "addr", "port": "number", "count": "number",
+             "size": "number", "txdepth": "number", "tos": "number",
+             "options": "options", "start": "start",
+             **{b: "bool" for b in BOOL_ATTRS}}
 
 DEFAULTS = {
     "role": "none", "addr": "", "port": "7174", "count": "0", "size": "64",
@@ -148,6 +156,30 @@ def errname(err):
         return "OK"
     name = _ERRNAMES.get(abs(err)) or errno.errorcode.get(abs(err), str(abs(err)))
     return ("-" if err < 0 else "") + name
+
+
+# The debug-kernel stages of make check run ten times slower and deselect
+# this (pytest -m "not stock_only"): tests whose kernel path is the same on
+# every kernel and is covered on the debug kernel by a representative
+# (representatives()), by KUnit or by another test. Debian's kernel runs
+# them all.
+STOCK_ONLY = pytest.mark.stock_only
+
+
+def representatives(params, key):
+    """pytest parameters: the first of each key(param) as it is, the
+    others marked STOCK_ONLY. A param is a tuple of arguments, or a
+    single argument."""
+    seen, out = set(), []
+    for p in params:
+        k = key(p)
+        if k in seen:
+            args = p if isinstance(p, tuple) else (p,)
+            out.append(pytest.param(*args, marks=STOCK_ONLY))
+        else:
+            seen.add(k)
+            out.append(p)
+    return out
 
 
 _names = itertools.count(1)
