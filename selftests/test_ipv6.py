@@ -72,7 +72,9 @@ def ula():
             ip("-6", "addr", "del", f"{addr}/64", "dev", dev, check=False)
 
 
-@pytest.mark.parametrize("mem_mode", ["reg", "dma"])
+# The memory mode is no IPv6 matter: the debug kernel runs one.
+@pytest.mark.parametrize("mem_mode", krping.representatives(
+    ["reg", "dma"], key=lambda m: 0))
 def test_ping_ipv6(pool, ula, mem_mode):
     srv, cli = pool.pair(count=10, size=4096, validate=1, mem_mode=mem_mode,
                          addr=ULA_SERVER)

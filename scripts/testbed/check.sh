@@ -43,9 +43,10 @@ set -euo pipefail
 # shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# The stages make check runs; kunit (UML) runs only when asked for, since
-# debug-kunit runs the same suites on an SMP kernel with the checkers.
-ALL=(deps build debug-kernel selftests smoke debug-kunit debug-rxe debug-siw)
+# The stages make check runs, longest chain first (see NEEDS below); kunit
+# (UML) runs only when asked for, since debug-kunit runs the same suites
+# on an SMP kernel with the checkers.
+ALL=(deps build debug-kernel debug-rxe debug-kunit debug-siw selftests smoke)
 KNOWN=("${ALL[@]}" kunit)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
