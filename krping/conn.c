@@ -24,6 +24,12 @@
 #define KRPING_DISCONNECT_GRACE		HZ
 /* After our disconnect, how long flushed work may take to come back. */
 #define KRPING_FLUSH_TIMEOUT		(5 * HZ)
+/*
+ * How long a side waits for ESTABLISHED once it has connected or
+ * accepted: beyond the CM's own verdicts (an IB CM gives up after about
+ * a minute of retries), for a provider that never answers.
+ */
+#define KRPING_CONNECT_TIMEOUT		(90 * HZ)
 /* The longest nap of a lazy poll (see krping_wait_count()). */
 #define KRPING_NAP_MAX_MS		20
 #define KRPING_RECV_DEPTH		1
@@ -87,19 +93,32 @@ static int krping_wait_cm_verdict(struct krping_run *run)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * Wait for a CM milestone. Address and route resolution end in an event
+ * by rdma_cm's own timeouts; ESTABLISHED is bounded here.
+ */
 static int krping_wait_cm(struct krping_run *run, int milestone)
 {
-	int ret;
+	long timeout = milestone == KRPING_CM_ESTABLISHED ?
+		       KRPING_CONNECT_TIMEOUT : MAX_SCHEDULE_TIMEOUT;
+	long ret;
 
-	ret = wait_event_interruptible(run->wq,
-				       test_bit(milestone, &run->cm_flags) ||
-				       krping_broken(run) ||
-				       kthread_should_stop());
+	ret = wait_event_interruptible_timeout(run->wq,
+					       test_bit(milestone, &run->cm_flags) ||
+					       krping_broken(run) ||
+					       kthread_should_stop(),
+					       timeout);
 	if (test_bit(milestone, &run->cm_flags)) {
 		/* What the handler stored before the bit, the hello. */
 		smp_rmb();
 		return 0;
 	}
+	if (!ret) {
+		pr_debug("%s: no connection after %u s\n",
+			 run_name(run), KRPING_CONNECT_TIMEOUT / HZ);
+		return -ETIMEDOUT;
+	}
+	ret = ret < 0 ? ret : 0;
 	if (!ret && !READ_ONCE(run->error) && !READ_ONCE(run->disconnected) &&
 	    !krping_told_to_stop())
 		ret = krping_wait_cm_verdict(run);

@@ -27,12 +27,23 @@ struct ropcie_listener {
 	struct sockaddr_storage addr;
 };
 
-/* A connection request between connect and accept/reject. */
+/*
+ * A connection request between connect and accept, reject or its
+ * timeout. The passive cm_id knows it by id only (its provider_data):
+ * iw_cm may drop the request without telling us (a listener being
+ * destroyed), and then only the timeout ever answers it. Whoever takes
+ * it out of ropcie_creqs under ropcie_fabric_lock answers it.
+ */
 struct ropcie_creq {
-	struct ropcie_qp *qp;		/* the active QP, held */
+	u32 id;				/* in ropcie_creqs */
+	struct ropcie_qp *qp;		/* the active QP, held and claimed */
 	struct iw_cm_id *cm_id;		/* the active cm_id, held */
 	struct sockaddr_storage laddr, raddr;
+	struct delayed_work timeout;
 };
+
+static DEFINE_XARRAY_ALLOC1(ropcie_creqs);
+static struct workqueue_struct *ropcie_cm_wq;
 
 static u16 ropcie_port(const struct sockaddr_storage *a)
 {
@@ -63,7 +74,8 @@ static bool ropcie_addr_eq(const struct sockaddr_storage *a,
 
 /*
  * The listener for a connection to @dst from @dev: same port, same
- * address or a wildcard; an exact address wins, then the same device.
+ * address or a wildcard, a device whose netdev is in the same network
+ * namespace; an exact address wins, then the same device.
  */
 static struct ropcie_listener *ropcie_find_listener(struct ropcie_dev *dev,
 						    const struct sockaddr_storage *dst)
@@ -75,6 +87,9 @@ static struct ropcie_listener *ropcie_find_listener(struct ropcie_dev *dev,
 	list_for_each_entry(l, &ropcie_listeners, list) {
 		if (l->addr.ss_family != dst->ss_family ||
 		    ropcie_port(&l->addr) != ropcie_port(dst))
+			continue;
+		/* An address means something in its namespace only. */
+		if (!net_eq(dev_net(l->dev->netdev), dev_net(dev->netdev)))
 			continue;
 		if (ropcie_addr_eq(&l->addr, dst))
 			score = 4;
@@ -166,6 +181,72 @@ int ropcie_iw_destroy_listen(struct iw_cm_id *cm_id)
 	return 0;
 }
 
+/*
+ * Can @qp take part in a new connection? Not when it has a peer, a
+ * cm_id or a request in flight, or is past RTR: iw_cm takes the QP
+ * number from its caller, and through rdma_ucm that is any user.
+ */
+static int ropcie_qp_free_for_conn(const struct ropcie_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	lockdep_assert_held(&ropcie_fabric_lock);
+	if (qp->peer || qp->cm_id || qp->claimed)
+		return -EBUSY;
+	if (state != IB_QPS_INIT && state != IB_QPS_RTR)
+		return -EINVAL;
+	return 0;
+}
+
+/* Take a request out of the table: its answer is ours to give. */
+static struct ropcie_creq *ropcie_creq_take(u32 id)
+{
+	lockdep_assert_held(&ropcie_fabric_lock);
+	return id ? xa_erase(&ropcie_creqs, id) : NULL;
+}
+
+/* Free a request that is out of the table and answered. */
+static void ropcie_creq_free(struct ropcie_creq *creq, bool from_timeout)
+{
+	if (!from_timeout)
+		cancel_delayed_work_sync(&creq->timeout);
+	creq->cm_id->rem_ref(creq->cm_id);
+	ropcie_qp_put(creq->qp);
+	kfree(creq);
+}
+
+/* Answer a request that was taken with a refusal, and free it. */
+static void ropcie_creq_refuse(struct ropcie_creq *creq, int status,
+			       const void *pdata, u8 plen, bool from_timeout)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	creq->qp->claimed = false;
+	ropcie_cm_event(creq->cm_id, IW_CM_EVENT_CONNECT_REPLY, status,
+			&creq->laddr, &creq->raddr, pdata, plen, NULL);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	ropcie_creq_free(creq, from_timeout);
+}
+
+static void ropcie_creq_expire(struct work_struct *work)
+{
+	struct ropcie_creq *creq = container_of(to_delayed_work(work),
+						struct ropcie_creq, timeout);
+	unsigned long flags;
+	bool mine;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	mine = ropcie_creq_take(creq->id) == creq;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	/* Else accept or reject took it and waits for us to return. */
+	if (!mine)
+		return;
+	pr_debug("connection request %u of QP %u timed out\n", creq->id,
+		 creq->qp->ibqp.qp_num);
+	ropcie_creq_refuse(creq, -ETIMEDOUT, NULL, 0, true);
+}
+
 int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 {
 	struct ropcie_dev *dev = to_rdev(cm_id->device);
@@ -181,14 +262,24 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	creq = kzalloc(sizeof(*creq), GFP_KERNEL);
 	if (!creq)
 		return -ENOMEM;
+	ret = xa_alloc(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
+		       GFP_KERNEL);
+	if (ret) {
+		kfree(creq);
+		return ret;
+	}
 	creq->qp = to_rqp(ibqp);
 	creq->cm_id = cm_id;
 	creq->laddr = cm_id->m_local_addr;
 	creq->raddr = cm_id->m_remote_addr;
+	INIT_DELAYED_WORK(&creq->timeout, ropcie_creq_expire);
 	ropcie_qp_get(creq->qp);
 	cm_id->add_ref(cm_id);
 
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	ret = ropcie_qp_free_for_conn(creq->qp);
+	if (ret)
+		goto unlock;
 	l = ropcie_find_listener(dev, &creq->raddr);
 	if (!l) {
 		ret = -ECONNREFUSED;
@@ -199,18 +290,29 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 			.remote_addr = creq->laddr,
 			.private_data = (void *)param->private_data,
 			.private_data_len = param->private_data_len,
-			.provider_data = creq,
+			.provider_data = (void *)(uintptr_t)creq->id,
 			.ird = param->ird,
 			.ord = param->ord,
 		};
 
+		/*
+		 * Published, handed over and armed in one section under the
+		 * lock, which whoever takes the request holds too.
+		 */
+		xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
 		/* Fails when the listener's backlog is full. */
-		ret = l->cm_id->event_handler(l->cm_id, &ev);
-		if (ret)
+		if (l->cm_id->event_handler(l->cm_id, &ev)) {
 			ret = -ECONNREFUSED;
+		} else {
+			creq->qp->claimed = true;
+			queue_delayed_work(ropcie_cm_wq, &creq->timeout,
+					   msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms)));
+		}
 	}
+unlock:
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	if (ret) {
+		xa_erase(&ropcie_creqs, creq->id);
 		cm_id->rem_ref(cm_id);
 		ropcie_qp_put(creq->qp);
 		kfree(creq);
@@ -218,47 +320,41 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	return ret;
 }
 
-/* Answer a request with a refusal and free it. */
-static void ropcie_creq_refuse(struct ropcie_creq *creq, const void *pdata,
-			       u8 plen)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&ropcie_fabric_lock, flags);
-	ropcie_cm_event(creq->cm_id, IW_CM_EVENT_CONNECT_REPLY, -ECONNREFUSED,
-			&creq->laddr, &creq->raddr, pdata, plen, NULL);
-	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-	creq->cm_id->rem_ref(creq->cm_id);
-	ropcie_qp_put(creq->qp);
-	kfree(creq);
-}
-
 int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 {
-	struct ropcie_creq *creq = cm_id->provider_data;
+	u32 id = (uintptr_t)cm_id->provider_data;
 	struct ropcie_qp *aqp, *pqp;
+	struct ropcie_creq *creq;
 	struct ib_qp *ibqp;
 	unsigned long flags;
+	int ret;
 
-	if (!creq)
-		return -EINVAL;
 	cm_id->provider_data = NULL;
-	aqp = creq->qp;
 	ibqp = ropcie_iw_get_qp(cm_id->device, param->qpn);
-	if (!ibqp) {
-		ropcie_creq_refuse(creq, NULL, 0);
-		return -EINVAL;
-	}
-	pqp = to_rqp(ibqp);
-
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
-	if (pqp->peer || aqp->peer || pqp == aqp || !ropcie_qp_to_rts(pqp) ||
-	    !ropcie_qp_to_rts(aqp)) {
+	creq = ropcie_creq_take(id);
+	if (!creq) {
+		/* Timed out (the active side has its answer) or bogus. */
 		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-		ropcie_creq_refuse(creq, NULL, 0);
-		return -EINVAL;
+		return -ETIMEDOUT;
+	}
+	aqp = creq->qp;
+	pqp = ibqp ? to_rqp(ibqp) : NULL;
+	ret = pqp ? ropcie_qp_free_for_conn(pqp) : -EINVAL;
+	if (ret)
+		goto refuse;
+	if (!ropcie_qp_to_rts(pqp)) {
+		ret = -EINVAL;
+		goto refuse;
+	}
+	if (!ropcie_qp_to_rts(aqp)) {
+		/* The active side left: its QP moved on meanwhile. */
+		ropcie_qp_set_error(pqp);
+		ret = -ECONNRESET;
+		goto refuse;
 	}
 	/* Each side holds the other; the active side takes creq's refs. */
+	aqp->claimed = false;
 	aqp->peer = pqp;
 	ropcie_qp_get(pqp);
 	pqp->peer = aqp;
@@ -275,18 +371,28 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	ropcie_cm_event(cm_id, IW_CM_EVENT_ESTABLISHED, 0, &pqp->laddr,
 			&pqp->raddr, NULL, 0, NULL);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	cancel_delayed_work_sync(&creq->timeout);
 	kfree(creq);
 	return 0;
+
+refuse:
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	ropcie_creq_refuse(creq, -ECONNREFUSED, NULL, 0, false);
+	return ret;
 }
 
 int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len)
 {
-	struct ropcie_creq *creq = cm_id->provider_data;
+	u32 id = (uintptr_t)cm_id->provider_data;
+	struct ropcie_creq *creq;
+	unsigned long flags;
 
-	if (!creq)
-		return 0;
 	cm_id->provider_data = NULL;
-	ropcie_creq_refuse(creq, pdata, len);
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	creq = ropcie_creq_take(id);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (creq)
+		ropcie_creq_refuse(creq, -ECONNREFUSED, pdata, len, false);
 	return 0;
 }
 
@@ -337,6 +443,19 @@ void ropcie_cm_close(struct ropcie_qp *qp)
 		ropcie_qp_put(peer);
 		ropcie_qp_put(qp);
 	}
+}
+
+int ropcie_cm_init(void)
+{
+	ropcie_cm_wq = alloc_workqueue("ropcie_cm", 0, 0);
+	return ropcie_cm_wq ? 0 : -ENOMEM;
+}
+
+/* Every device is gone: no request is left but a timeout finishing. */
+void ropcie_cm_exit(void)
+{
+	destroy_workqueue(ropcie_cm_wq);
+	WARN_ON(!xa_empty(&ropcie_creqs));
 }
 
 /* Drop listeners of a device that goes away (rdma_cm removes its own). */

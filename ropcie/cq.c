@@ -77,37 +77,55 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 }
 
 /**
- * ropcie_cq_post() - add a completion and call the completion handler
+ * ropcie_cq_push() - add a completion, without calling any handler
  * @cq: completion queue
  * @wc: the completion
  * @solicited: the completion of a solicited receive
+ *
+ * For a producer that must keep its completions in the order of its
+ * queue: it pushes while it holds that queue's consumer lock, and calls
+ * ropcie_cq_signal() with the result once it has let go of the lock.
+ * A full CQ loses the completion and raises IB_EVENT_CQ_ERR once.
+ *
+ * Return: ROPCIE_CQ_DEFER_* bits of what ropcie_cq_signal() must do.
+ */
+unsigned long ropcie_cq_push(struct ropcie_cq *cq, const struct ib_wc *wc,
+			     bool solicited)
+{
+	unsigned long flags, todo = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (ropcie_ring_push(&cq->ring, wc)) {
+		if (!cq->overflow)
+			todo |= BIT(ROPCIE_CQ_DEFER_ERR);
+		cq->overflow = true;
+		todo |= BIT(ROPCIE_CQ_LOST);
+	} else if (cq->notify & IB_CQ_NEXT_COMP ||
+		   (cq->notify & IB_CQ_SOLICITED && solicited)) {
+		cq->notify = 0;
+		todo |= BIT(ROPCIE_CQ_DEFER_COMP);
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return todo;
+}
+
+/**
+ * ropcie_cq_signal() - call the handlers a push asked for
+ * @cq: completion queue
+ * @todo: what ropcie_cq_push() returned
  * @defer: call the handlers from an IRQ work, not from here (the caller
  *	is a poster running a work request inline: the consumer may hold
  *	locks its handler takes, as it may while hardware interrupts are
  *	off)
  *
- * A full CQ loses the completion and raises IB_EVENT_CQ_ERR once.
- *
- * Return: 0, or -ENOSPC when the CQ overflowed.
+ * Return: 0, or -ENOSPC when the completion was lost to an overflow.
  */
-int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
-		   bool solicited, bool defer)
+int ropcie_cq_signal(struct ropcie_cq *cq, unsigned long todo, bool defer)
 {
 	struct ib_cq *ibcq = &cq->ibcq;
-	unsigned long flags;
-	bool notify = false, overflow = false, lost = false;
-
-	spin_lock_irqsave(&cq->lock, flags);
-	if (ropcie_ring_push(&cq->ring, wc)) {
-		lost = true;
-		overflow = !cq->overflow;
-		cq->overflow = true;
-	} else if (cq->notify & IB_CQ_NEXT_COMP ||
-		   (cq->notify & IB_CQ_SOLICITED && solicited)) {
-		cq->notify = 0;
-		notify = true;
-	}
-	spin_unlock_irqrestore(&cq->lock, flags);
+	bool overflow = todo & BIT(ROPCIE_CQ_DEFER_ERR);
+	bool notify = todo & BIT(ROPCIE_CQ_DEFER_COMP);
+	int ret = todo & BIT(ROPCIE_CQ_LOST) ? -ENOSPC : 0;
 
 	if (defer && (overflow || notify)) {
 		if (overflow)
@@ -115,13 +133,28 @@ int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
 		if (notify)
 			set_bit(ROPCIE_CQ_DEFER_COMP, &cq->deferred);
 		irq_work_queue(&cq->irq_work);
-		return lost ? -ENOSPC : 0;
+		return ret;
 	}
 	if (overflow)
 		ropcie_cq_event(ibcq);
 	if (notify && ibcq->comp_handler)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
-	return lost ? -ENOSPC : 0;
+	return ret;
+}
+
+/**
+ * ropcie_cq_post() - add a completion and call the completion handler
+ * @cq: completion queue
+ * @wc: the completion
+ * @solicited: the completion of a solicited receive
+ * @defer: as for ropcie_cq_signal()
+ *
+ * Return: 0, or -ENOSPC when the CQ overflowed.
+ */
+int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
+		   bool solicited, bool defer)
+{
+	return ropcie_cq_signal(cq, ropcie_cq_push(cq, wc, solicited), defer);
 }
 
 int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)

@@ -8,6 +8,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/sizes.h>
 #include <linux/string.h>
 
 #include "ropcie.h"
@@ -135,9 +136,20 @@ static void ropcie_cursor_advance(struct ropcie_cursor *c, u64 len)
 	}
 }
 
-/* Copy @len bytes; both sides were checked to hold them. */
-static void ropcie_copy(const struct ropcie_seg *dst, u32 nd,
-			const struct ropcie_seg *src, u32 ns, u64 len)
+/*
+ * The most a copy moves between two chances to reschedule: a message
+ * may be 2 GiB of one contiguous DMA MR.
+ */
+#define ROPCIE_COPY_CHUNK	SZ_64K
+
+/*
+ * Copy @len bytes; both sides were checked to hold them. @may_sleep:
+ * reschedule between chunks. Return: false if a range did not translate
+ * (an MR changed under us): the work request fails.
+ */
+static bool ropcie_copy(const struct ropcie_seg *dst, u32 nd,
+			const struct ropcie_seg *src, u32 ns, u64 len,
+			bool may_sleep)
 {
 	struct ropcie_cursor d = { .seg = dst, .n = nd };
 	struct ropcie_cursor s = { .seg = src, .n = ns };
@@ -148,18 +160,30 @@ static void ropcie_copy(const struct ropcie_seg *dst, u32 nd,
 		void *sva = ropcie_cursor_va(&s, &sc);
 
 		chunk = min3(dc, sc, len);
-		if (WARN_ON_ONCE(!dva || !sva || !chunk))
-			return;
+		if (!dva || !sva || !chunk) {
+			pr_debug("QP copy: a checked range did not translate\n");
+			return false;
+		}
+		chunk = min_t(u64, chunk, ROPCIE_COPY_CHUNK);
 		memcpy(dva, sva, chunk);
+		if (may_sleep)
+			cond_resched();
 		ropcie_cursor_advance(&d, chunk);
 		ropcie_cursor_advance(&s, chunk);
 		len -= chunk;
 	}
+	return !len;
 }
 
-static void ropcie_recv_complete(struct ropcie_qp *peer, u64 wr_id,
-				 enum ib_wc_status status, u32 len,
-				 u32 inv_rkey, bool solicited)
+/*
+ * Push the receive completion of @peer's RQE while the caller holds
+ * peer->rq_cons_lock: a flush of later receives (and ib_drain_rq's
+ * marker) takes that lock too, so completions keep the RQ's order.
+ * Return: what ropcie_recv_signal() must do once the lock is dropped.
+ */
+static unsigned long ropcie_recv_push(struct ropcie_qp *peer, u64 wr_id,
+				      enum ib_wc_status status, u32 len,
+				      u32 inv_rkey, bool solicited)
 {
 	struct ib_wc wc = {
 		.wr_id = wr_id,
@@ -169,23 +193,30 @@ static void ropcie_recv_complete(struct ropcie_qp *peer, u64 wr_id,
 		.qp = &peer->ibqp,
 	};
 
+	lockdep_assert_held(&peer->rq_cons_lock);
 	if (inv_rkey && status == IB_WC_SUCCESS) {
 		wc.wc_flags = IB_WC_WITH_INVALIDATE;
 		wc.ex.invalidate_rkey = inv_rkey;
 	}
-	ropcie_cq_post(peer->rcq, &wc, solicited, false);
+	return ropcie_cq_push(peer->rcq, &wc, solicited);
+}
+
+static void ropcie_recv_signal(struct ropcie_qp *peer, unsigned long todo,
+			       enum ib_wc_status status)
+{
+	ropcie_cq_signal(peer->rcq, todo, false);
 	if (status != IB_WC_SUCCESS)
 		ropcie_qp_set_error(peer);
 }
 
 static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
-			  const struct ropcie_sqe *sqe, struct ib_wc *wc)
+			  const struct ropcie_sqe *sqe, struct ib_wc *wc,
+			  bool may_sleep)
 {
 	struct ropcie_segs src, dst;
 	enum ib_wc_status st, rst = IB_WC_SUCCESS;
 	struct ropcie_rqe *rqe;
-	unsigned long flags;
-	u64 wr_id;
+	unsigned long todo;
 	u32 inv = 0;
 
 	st = ropcie_segs_get(qp, sqe->sge, sqe->num_sge, false, &src);
@@ -193,9 +224,9 @@ static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
 		wc->status = st;
 		return 0;
 	}
-	spin_lock_irqsave(&peer->rq_cons_lock, flags);
+	mutex_lock(&peer->rq_cons_lock);
 	if (READ_ONCE(peer->state) != IB_QPS_RTS) {
-		spin_unlock_irqrestore(&peer->rq_cons_lock, flags);
+		mutex_unlock(&peer->rq_cons_lock);
 		ropcie_segs_put(&src);
 		wc->status = IB_WC_WR_FLUSH_ERR;
 		return 0;
@@ -203,11 +234,10 @@ static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
 	rqe = ropcie_ring_cons_slot(&peer->rq);
 	if (!rqe) {
 		/* Like an infinite RNR retry: wait for the peer's receive. */
-		spin_unlock_irqrestore(&peer->rq_cons_lock, flags);
+		mutex_unlock(&peer->rq_cons_lock);
 		ropcie_segs_put(&src);
 		return -EAGAIN;
 	}
-	wr_id = rqe->wr_id;
 	st = ropcie_segs_get(peer, rqe->sge, rqe->num_sge, true, &dst);
 	if (st != IB_WC_SUCCESS) {
 		rst = st;
@@ -224,23 +254,43 @@ static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
 			inv = sqe->inv_rkey;
 		}
 	}
-	if (st == IB_WC_SUCCESS)
-		ropcie_copy(dst.seg, dst.n, src.seg, src.n, src.total);
+	if (st == IB_WC_SUCCESS &&
+	    !ropcie_copy(dst.seg, dst.n, src.seg, src.n, src.total,
+			 may_sleep)) {
+		rst = IB_WC_LOC_PROT_ERR;
+		st = IB_WC_REM_OP_ERR;
+	}
 	ropcie_segs_put(&dst);
+	todo = ropcie_recv_push(peer, rqe->wr_id, rst, (u32)src.total, inv,
+				sqe->send_flags & IB_SEND_SOLICITED);
 	ropcie_ring_consume(&peer->rq);
-	spin_unlock_irqrestore(&peer->rq_cons_lock, flags);
+	mutex_unlock(&peer->rq_cons_lock);
 	ropcie_segs_put(&src);
 
-	ropcie_recv_complete(peer, wr_id, rst, (u32)src.total, inv,
-			     sqe->send_flags & IB_SEND_SOLICITED);
+	ropcie_recv_signal(peer, todo, rst);
 	wc->status = st;
 	return 0;
 }
 
+/*
+ * The MR a READ_WITH_INV invalidates: its sink's, as siw and cxgb4 do.
+ * rdma_rw fills in ex.invalidate_rkey when it builds the chain and bumps
+ * the MR's key byte only when it posts it (rdma_rw_update_lkey()), so
+ * the key it names is one generation old; only the index still matches.
+ */
+static u32 ropcie_read_inv_key(const struct ropcie_sqe *sqe)
+{
+	if (sqe->num_sge && (sqe->sge[0].lkey >> 8) == (sqe->inv_rkey >> 8))
+		return sqe->sge[0].lkey;
+	return sqe->inv_rkey;
+}
+
 static int ropcie_lo_rdma(struct ropcie_qp *qp, struct ropcie_qp *peer,
-			  const struct ropcie_sqe *sqe, struct ib_wc *wc)
+			  const struct ropcie_sqe *sqe, struct ib_wc *wc,
+			  bool may_sleep)
 {
 	bool read = sqe->opcode != IB_WR_RDMA_WRITE;
+	bool copied = true;
 	struct ropcie_seg remote;
 	struct ropcie_segs local;
 	enum ib_wc_status st;
@@ -269,31 +319,39 @@ static int ropcie_lo_rdma(struct ropcie_qp *qp, struct ropcie_qp *peer,
 			return 0;
 		}
 		if (read)
-			ropcie_copy(local.seg, local.n, &remote, 1, local.total);
+			copied = ropcie_copy(local.seg, local.n, &remote, 1,
+					     local.total, may_sleep);
 		else
-			ropcie_copy(&remote, 1, local.seg, local.n, local.total);
+			copied = ropcie_copy(&remote, 1, local.seg, local.n,
+					     local.total, may_sleep);
 		ropcie_mr_put(remote.mr);
 	}
 	ropcie_segs_put(&local);
+	if (!copied) {
+		wc->status = IB_WC_LOC_PROT_ERR;
+		return 0;
+	}
 	wc->byte_len = local.total;
 	wc->status = IB_WC_SUCCESS;
 	if (sqe->opcode == IB_WR_RDMA_READ_WITH_INV &&
-	    ropcie_mr_invalidate(qp->dev, qp->ibqp.pd, sqe->inv_rkey))
+	    ropcie_mr_invalidate(qp->dev, qp->ibqp.pd,
+				 ropcie_read_inv_key(sqe)))
 		wc->status = IB_WC_LOC_PROT_ERR;
 	return 0;
 }
 
 static int ropcie_lo_execute(struct ropcie_qp *qp, struct ropcie_qp *peer,
-			     const struct ropcie_sqe *sqe, struct ib_wc *wc)
+			     const struct ropcie_sqe *sqe, struct ib_wc *wc,
+			     bool may_sleep)
 {
 	switch (sqe->opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_INV:
-		return ropcie_lo_send(qp, peer, sqe, wc);
+		return ropcie_lo_send(qp, peer, sqe, wc, may_sleep);
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_READ:
 	case IB_WR_RDMA_READ_WITH_INV:
-		return ropcie_lo_rdma(qp, peer, sqe, wc);
+		return ropcie_lo_rdma(qp, peer, sqe, wc, may_sleep);
 	default:
 		wc->status = IB_WC_LOC_QP_OP_ERR;
 		return 0;

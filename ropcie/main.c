@@ -19,10 +19,58 @@
 static LIST_HEAD(ropcie_devices);
 static DEFINE_MUTEX(ropcie_devices_lock);
 
+/* Set a uint module option within [min, max] of its kernel_param's arg. */
+struct ropcie_uint_range {
+	unsigned int *value;
+	unsigned int min, max;
+};
+
+static int ropcie_param_set_range(const char *val,
+				  const struct kernel_param *kp)
+{
+	const struct ropcie_uint_range *r = kp->arg;
+	unsigned int v;
+	int ret;
+
+	ret = kstrtouint(val, 0, &v);
+	if (ret)
+		return ret;
+	if (v < r->min || v > r->max)
+		return -ERANGE;
+	WRITE_ONCE(*r->value, v);
+	return 0;
+}
+
+static int ropcie_param_get_range(char *buf, const struct kernel_param *kp)
+{
+	const struct ropcie_uint_range *r = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*r->value));
+}
+
+static const struct kernel_param_ops ropcie_param_range_ops = {
+	.set = ropcie_param_set_range,
+	.get = ropcie_param_get_range,
+};
+
+/* A WRITE run inline copies in the poster's context: keep it short. */
 unsigned int ropcie_inline_max = 4096;
-module_param_named(inline_max, ropcie_inline_max, uint, 0644);
+static struct ropcie_uint_range ropcie_inline_max_range = {
+	.value = &ropcie_inline_max, .min = 0, .max = 65536,
+};
+module_param_cb(inline_max, &ropcie_param_range_ops, &ropcie_inline_max_range,
+		0644);
 MODULE_PARM_DESC(inline_max,
-		 "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle (0: never) [4096]");
+		 "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle, 0..65536 (0: never) [4096]");
+
+unsigned int ropcie_connect_timeout_ms = 10000;
+static struct ropcie_uint_range ropcie_connect_timeout_range = {
+	.value = &ropcie_connect_timeout_ms, .min = 100, .max = 600000,
+};
+module_param_cb(connect_timeout_ms, &ropcie_param_range_ops,
+		&ropcie_connect_timeout_range, 0644);
+MODULE_PARM_DESC(connect_timeout_ms,
+		 "A connection request that is neither accepted nor rejected fails after this many ms, 100..600000 [10000]");
 
 bool ropcie_profile;
 module_param_named(profile, ropcie_profile, bool, 0644);
@@ -386,9 +434,14 @@ static int __init ropcie_init(void)
 {
 	int ret;
 
-	ret = register_netdevice_notifier(&ropcie_netdev_nb);
+	ret = ropcie_cm_init();
 	if (ret)
 		return ret;
+	ret = register_netdevice_notifier(&ropcie_netdev_nb);
+	if (ret) {
+		ropcie_cm_exit();
+		return ret;
+	}
 	rdma_link_register(&ropcie_link_ops);
 	ropcie_debugfs = debugfs_create_dir("ropcie", NULL);
 	debugfs_create_file("profile", 0600, ropcie_debugfs, NULL,
@@ -422,6 +475,7 @@ static void __exit ropcie_exit(void)
 		/* dealloc_driver took it off the list. */
 		put_device(&dev->ibdev.dev);
 	}
+	ropcie_cm_exit();
 	pr_info("unloaded\n");
 }
 

@@ -50,6 +50,17 @@ static struct ropcie_mr *ropcie_mr_new(struct ib_pd *pd, int access,
 	return mr;
 }
 
+/* Unpublish @mr, wait for the transfers that hold it, and free it. */
+static void ropcie_mr_free(struct ropcie_dev *dev, struct ropcie_mr *mr)
+{
+	xa_erase(&dev->mr_xa, mr->key >> 8);
+	ropcie_mr_put(mr);
+	wait_for_completion(&mr->released);
+	kfree(mr->pages);
+	kfree(mr);
+	atomic_dec(&dev->num_mr);
+}
+
 struct ib_mr *ropcie_get_dma_mr(struct ib_pd *pd, int access)
 {
 	struct ropcie_mr *mr = ropcie_mr_new(pd, access, true);
@@ -80,7 +91,8 @@ struct ib_mr *ropcie_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 		return ERR_CAST(mr);
 	mr->pages = kcalloc(max_num_sg, sizeof(u64), GFP_KERNEL);
 	if (!mr->pages) {
-		ropcie_dereg_mr(&mr->ibmr, NULL);
+		/* Not ropcie_dereg_mr(): ib_core has not set ibmr.device. */
+		ropcie_mr_free(to_rdev(pd->device), mr);
 		return ERR_PTR(-ENOMEM);
 	}
 	mr->max_pages = max_num_sg;
@@ -112,16 +124,7 @@ int ropcie_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
 
 int ropcie_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
-	struct ropcie_dev *dev = to_rdev(ibmr->device);
-	struct ropcie_mr *mr = to_rmr(ibmr);
-
-	xa_erase(&dev->mr_xa, mr->key >> 8);
-	/* Wait for transfers that hold the MR. */
-	ropcie_mr_put(mr);
-	wait_for_completion(&mr->released);
-	kfree(mr->pages);
-	kfree(mr);
-	atomic_dec(&dev->num_mr);
+	ropcie_mr_free(to_rdev(ibmr->device), to_rmr(ibmr));
 	return 0;
 }
 

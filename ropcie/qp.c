@@ -38,11 +38,23 @@ void ropcie_iw_rem_ref(struct ib_qp *ibqp)
 	ropcie_qp_put(to_rqp(ibqp));
 }
 
+/*
+ * iw_cm's lookup of the QP its caller names, for connect and accept; it
+ * takes its reference right after, under its own spinlock, which
+ * ropcie_destroy_qp() waits out. Only a QP that may still connect is
+ * found; connect and accept check the rest under ropcie_fabric_lock.
+ */
 struct ib_qp *ropcie_iw_get_qp(struct ib_device *ibdev, int qpn)
 {
 	struct ropcie_qp *qp = xa_load(&to_rdev(ibdev)->qp_xa, qpn);
+	enum ib_qp_state state;
 
-	return qp ? &qp->ibqp : NULL;
+	if (!qp)
+		return NULL;
+	state = READ_ONCE(qp->state);
+	if (state != IB_QPS_INIT && state != IB_QPS_RTR)
+		return NULL;
+	return &qp->ibqp;
 }
 
 /* Wake the QP's worker. */
@@ -58,7 +70,7 @@ void ropcie_qp_set_error(struct ropcie_qp *qp)
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->state_lock, flags);
-	qp->state = IB_QPS_ERR;
+	WRITE_ONCE(qp->state, IB_QPS_ERR);
 	qp->close_req = true;
 	qp->graceful = false;
 	spin_unlock_irqrestore(&qp->state_lock, flags);
@@ -75,7 +87,7 @@ bool ropcie_qp_to_rts(struct ropcie_qp *qp)
 	ok = qp->state == IB_QPS_INIT || qp->state == IB_QPS_RTR ||
 	     qp->state == IB_QPS_RTS;
 	if (ok)
-		qp->state = IB_QPS_RTS;
+		WRITE_ONCE(qp->state, IB_QPS_RTS);
 	spin_unlock_irqrestore(&qp->state_lock, flags);
 	return ok;
 }
@@ -115,7 +127,6 @@ static void ropcie_flush(struct ropcie_qp *qp)
 {
 	struct ropcie_sqe *sqe;
 	struct ropcie_rqe *rqe;
-	unsigned long flags;
 
 	while ((sqe = ropcie_ring_cons_slot(&qp->sq))) {
 		struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
@@ -123,24 +134,30 @@ static void ropcie_flush(struct ropcie_qp *qp)
 		ropcie_sq_complete(qp, sqe, &wc, false);
 		ropcie_ring_consume(&qp->sq);
 	}
-	/* One at a time: the completion handler runs without our lock. */
+	/*
+	 * One at a time: pushed under the lock, in the RQ's order with a
+	 * SEND of the peer that took an earlier entry; the completion
+	 * handler runs without our lock.
+	 */
 	for (;;) {
 		struct ib_wc wc = {
 			.status = IB_WC_WR_FLUSH_ERR,
 			.opcode = IB_WC_RECV,
 			.qp = &qp->ibqp,
 		};
+		unsigned long todo = 0;
 
-		spin_lock_irqsave(&qp->rq_cons_lock, flags);
+		mutex_lock(&qp->rq_cons_lock);
 		rqe = ropcie_ring_cons_slot(&qp->rq);
 		if (rqe) {
 			wc.wr_id = rqe->wr_id;
+			todo = ropcie_cq_push(qp->rcq, &wc, false);
 			ropcie_ring_consume(&qp->rq);
 		}
-		spin_unlock_irqrestore(&qp->rq_cons_lock, flags);
+		mutex_unlock(&qp->rq_cons_lock);
 		if (!rqe)
 			break;
-		ropcie_cq_post(qp->rcq, &wc, false, false);
+		ropcie_cq_signal(qp->rcq, todo, false);
 	}
 }
 
@@ -171,7 +188,7 @@ static enum ib_wc_status ropcie_local_op(struct ropcie_qp *qp,
 	if (!mr || mr->dma || mr->ibmr.pd != qp->ibqp.pd ||
 	    (sqe->reg_key >> 8) != (mr->key >> 8) || READ_ONCE(mr->valid))
 		return IB_WC_MW_BIND_ERR;
-	mr->access = sqe->reg_access;
+	WRITE_ONCE(mr->access, sqe->reg_access);
 	WRITE_ONCE(mr->key, sqe->reg_key);
 	WRITE_ONCE(mr->valid, true);
 	return IB_WC_SUCCESS;
@@ -211,7 +228,8 @@ static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 				 */
 				smp_wmb();
 			}
-			ret = ropcie_loopback_ops.execute(qp, peer, sqe, &wc);
+			ret = ropcie_loopback_ops.execute(qp, peer, sqe, &wc,
+							 !inline_exec);
 			if (t_post && ret != -EAGAIN)
 				t_done = ktime_get_ns();
 			if (write && wc.status != IB_WC_SUCCESS)
@@ -357,7 +375,7 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	spin_lock_init(&qp->state_lock);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
-	spin_lock_init(&qp->rq_cons_lock);
+	mutex_init(&qp->rq_cons_lock);
 	init_waitqueue_head(&qp->wq);
 	atomic_set(&qp->events, 0);
 	atomic_set(&qp->sq_owner, ROPCIE_SQ_FREE);
@@ -420,6 +438,11 @@ int ropcie_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	/* No handler of an inline post runs once the QP is gone. */
 	irq_work_sync(&qp->scq->irq_work);
 	xa_erase(&dev->qp_xa, ibqp->qp_num);
+	/*
+	 * A lookup that found the QP just before is followed by iw_cm's
+	 * add_ref in the same spinlocked section: wait that out.
+	 */
+	synchronize_rcu();
 	/* Wait for iw_cm's and the peer's references. */
 	ropcie_qp_put(qp);
 	wait_for_completion(&qp->freed);
@@ -435,6 +458,7 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct ropcie_qp *qp = to_rqp(ibqp);
 	enum ib_qp_state cur, new;
 	unsigned long flags;
+	bool close = false;
 	int ret = 0;
 
 	if (udata)
@@ -452,25 +476,28 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			ret = -EINVAL;
 			break;
 		}
-		qp->state = IB_QPS_RESET;
+		WRITE_ONCE(qp->state, IB_QPS_RESET);
+		/* The worker will not see ERR: close here, below. */
+		close = qp->close_req;
+		qp->close_req = false;
 		break;
 	case IB_QPS_INIT:
 		if (cur != IB_QPS_RESET && cur != IB_QPS_INIT)
 			ret = -EINVAL;
 		else
-			qp->state = IB_QPS_INIT;
+			WRITE_ONCE(qp->state, IB_QPS_INIT);
 		break;
 	case IB_QPS_RTR:
 		if (cur != IB_QPS_INIT && cur != IB_QPS_RTR)
 			ret = -EINVAL;
 		else
-			qp->state = IB_QPS_RTR;
+			WRITE_ONCE(qp->state, IB_QPS_RTR);
 		break;
 	case IB_QPS_RTS:
 		if (cur != IB_QPS_RTR && cur != IB_QPS_RTS)
 			ret = -EINVAL;
 		else
-			qp->state = IB_QPS_RTS;
+			WRITE_ONCE(qp->state, IB_QPS_RTS);
 		break;
 	case IB_QPS_SQD:
 		/* iw_cm's graceful disconnect: close once the SQ drained. */
@@ -481,7 +508,7 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		break;
 	case IB_QPS_SQE:
 	case IB_QPS_ERR:
-		qp->state = IB_QPS_ERR;
+		WRITE_ONCE(qp->state, IB_QPS_ERR);
 		qp->close_req = true;
 		qp->graceful = false;
 		break;
@@ -503,9 +530,11 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->sq.tail = qp->sq.head;
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		ropcie_sq_release(qp);
-		spin_lock_irqsave(&qp->rq_cons_lock, flags);
+		mutex_lock(&qp->rq_cons_lock);
 		qp->rq.tail = qp->rq.head;
-		spin_unlock_irqrestore(&qp->rq_cons_lock, flags);
+		mutex_unlock(&qp->rq_cons_lock);
+		if (close)
+			ropcie_cm_close(qp);
 	}
 	ropcie_qp_kick(qp);
 	return ret;

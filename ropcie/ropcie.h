@@ -13,6 +13,7 @@
 #include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
@@ -63,6 +64,7 @@ struct ropcie_cq {
 
 #define ROPCIE_CQ_DEFER_COMP	0	/* call the completion handler */
 #define ROPCIE_CQ_DEFER_ERR	1	/* raise IB_EVENT_CQ_ERR */
+#define ROPCIE_CQ_LOST		2	/* ropcie_cq_push(): the CQ was full */
 
 struct ropcie_mr {
 	struct ib_mr ibmr;
@@ -112,7 +114,11 @@ struct ropcie_qp {
 
 	spinlock_t sq_lock;		/* posters of the SQ */
 	spinlock_t rq_lock;		/* posters of the RQ */
-	spinlock_t rq_cons_lock;	/* the peer's worker and the flush */
+	/*
+	 * The RQ's consumers: the peer's worker (a SEND copies under it),
+	 * the flush and a move to RESET; all in task context.
+	 */
+	struct mutex rq_cons_lock;
 	struct ropcie_ring sq;		/* of struct ropcie_sqe */
 	struct ropcie_ring rq;		/* of struct ropcie_rqe */
 	struct ropcie_cq *scq, *rcq;
@@ -130,6 +136,7 @@ struct ropcie_qp {
 	atomic64_t prof_write;		/* profile: a WRITE to here began, ns */
 
 	/* Under ropcie_fabric_lock: */
+	bool claimed;			/* a connection request is in flight */
 	struct ropcie_qp *peer;
 	struct iw_cm_id *cm_id;
 	struct sockaddr_storage laddr, raddr;
@@ -176,6 +183,7 @@ extern spinlock_t ropcie_fabric_lock;
 
 /* main.c: module options and the per-stage profile */
 extern unsigned int ropcie_inline_max;
+extern unsigned int ropcie_connect_timeout_ms;
 extern bool ropcie_profile;
 
 enum ropcie_prof_stage {
@@ -218,6 +226,9 @@ int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int ropcie_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
 		   bool solicited, bool defer);
+unsigned long ropcie_cq_push(struct ropcie_cq *cq, const struct ib_wc *wc,
+			     bool solicited);
+int ropcie_cq_signal(struct ropcie_cq *cq, unsigned long todo, bool defer);
 
 /* mr.c */
 struct ib_mr *ropcie_get_dma_mr(struct ib_pd *pd, int access);
@@ -261,10 +272,12 @@ struct ropcie_backend_ops {
 	/*
 	 * Execute @sqe of @qp against @peer: set wc->status (and byte_len)
 	 * and return 0, or return -EAGAIN to be called again later (a SEND
-	 * that finds no receive posted yet).
+	 * that finds no receive posted yet). @may_sleep: false when run in
+	 * the poster's context (a WRITE of at most inline_max bytes).
 	 */
 	int (*execute)(struct ropcie_qp *qp, struct ropcie_qp *peer,
-		       const struct ropcie_sqe *sqe, struct ib_wc *wc);
+		       const struct ropcie_sqe *sqe, struct ib_wc *wc,
+		       bool may_sleep);
 };
 
 extern const struct ropcie_backend_ops ropcie_loopback_ops;
@@ -277,6 +290,8 @@ int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len);
 int ropcie_iw_create_listen(struct iw_cm_id *cm_id, int backlog);
 int ropcie_iw_destroy_listen(struct iw_cm_id *cm_id);
 void ropcie_cm_close(struct ropcie_qp *qp);
+int ropcie_cm_init(void);
+void ropcie_cm_exit(void);
 void ropcie_cm_remove_device(struct ropcie_dev *dev);
 
 #endif /* ROPCIE_H */

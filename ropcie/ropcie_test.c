@@ -39,6 +39,10 @@ static int port = 19999;
 module_param(port, int, 0444);
 MODULE_PARM_DESC(port, "TCP-style port of the test listener");
 
+static unsigned int lost_wait_ms = 20000;
+module_param(lost_wait_ms, uint, 0444);
+MODULE_PARM_DESC(lost_wait_ms, "How long a dropped connection request may stay unanswered (more than ropcie's connect_timeout_ms)");
+
 static char results[4096];
 module_param_string(results, results, sizeof(results), 0444);
 MODULE_PARM_DESC(results, "one line per test case (read only)");
@@ -577,6 +581,221 @@ out:
 	rt_pair_destroy(p);
 }
 
+/*
+ * A connection request that iw_cm drops must still be answered. iw_cm
+ * drops the events of a listener it is destroying (IWCM_F_DROP_EVENTS):
+ * one of its ordered workqueue is held up in the handler of a second
+ * listener while the first one, with a request queued, is destroyed.
+ * ropcie's connect timeout must then fail the request: the client gets
+ * UNREACHABLE (-ETIMEDOUT), and its QP and cm_id can be destroyed.
+ */
+struct rt_lost {
+	struct rdma_cm_id *l1, *l2, *c1, *c2;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct completion resolved[2], in_handler, release, c1_done;
+	int c1_event, c1_status, resolve_err;
+	bool l1_request;
+};
+
+#define RT_LOST_L1	((void *)1)
+#define RT_LOST_L2	((void *)2)
+#define RT_LOST_C1	((void *)3)
+#define RT_LOST_C2	((void *)4)
+
+static struct rt_lost *rt_lost_cur;
+
+static int rt_lost_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rt_lost *t = READ_ONCE(rt_lost_cur);
+	int c = id->context == RT_LOST_C1 ? 0 : 1;
+
+	if (!t)
+		return 0;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(id, 2000)) {
+			t->resolve_err = -EIO;
+			complete(&t->resolved[c]);
+		}
+		return 0;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		complete(&t->resolved[c]);
+		return 0;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		if (id->context == RT_LOST_L1) {
+			t->l1_request = true;
+			return -ECONNREFUSED;
+		}
+		/* Hold iw_cm's workqueue until the test lets go. */
+		complete(&t->in_handler);
+		wait_for_completion_timeout(&t->release, 30 * HZ);
+		return -ECONNREFUSED;	/* rdma_cm destroys the new id */
+	default:
+		break;
+	}
+	if (id->context == RT_LOST_C1 && ev->event != RDMA_CM_EVENT_DISCONNECTED) {
+		t->c1_event = ev->event;
+		t->c1_status = ev->status;
+		complete(&t->c1_done);
+	} else if (ev->event == RDMA_CM_EVENT_ADDR_ERROR ||
+		   ev->event == RDMA_CM_EVENT_ROUTE_ERROR) {
+		t->resolve_err = -EHOSTUNREACH;
+		complete(&t->resolved[c]);
+	}
+	return 0;
+}
+
+static struct rdma_cm_id *rt_lost_listen(void *ctx, int lport)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rdma_cm_id *id;
+	int ret;
+
+	id = rdma_create_id(&init_net, rt_lost_handler, ctx, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return id;
+	sin.sin_addr.s_addr = in_aton(addr);
+	sin.sin_port = htons(lport);
+	ret = rdma_bind_addr(id, (struct sockaddr *)&sin);
+	if (!ret)
+		ret = rdma_listen(id, 4);
+	if (ret) {
+		rdma_destroy_id(id);
+		return ERR_PTR(ret);
+	}
+	return id;
+}
+
+/* A client with a QP, routed to addr:@lport and connecting. */
+static struct rdma_cm_id *rt_lost_connect(struct rt_lost *t, void *ctx,
+					  int lport)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct rdma_conn_param param = {
+		.initiator_depth = 1,
+		.responder_resources = 1,
+	};
+	struct completion *resolved = &t->resolved[ctx == RT_LOST_C1 ? 0 : 1];
+	struct rdma_cm_id *id;
+	int ret;
+
+	id = rdma_create_id(&init_net, rt_lost_handler, ctx, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return id;
+	dst.sin_addr.s_addr = in_aton(addr);
+	dst.sin_port = htons(lport);
+	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000);
+	if (!ret && !wait_for_completion_timeout(resolved, RT_TIMEOUT))
+		ret = -ETIMEDOUT;
+	if (!ret)
+		ret = t->resolve_err;
+	if (!ret && !t->pd) {
+		t->pd = ib_alloc_pd(id->device, 0);
+		t->cq = ib_alloc_cq(id->device, NULL, 16, 0, IB_POLL_DIRECT);
+		if (IS_ERR(t->pd) || IS_ERR(t->cq))
+			ret = -ENOMEM;
+	}
+	if (!ret)
+		ret = rt_make_qp(id, t->pd, t->cq);
+	if (!ret)
+		ret = rdma_connect(id, &param);
+	if (ret) {
+		if (id->qp)
+			rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		return ERR_PTR(ret);
+	}
+	return id;
+}
+
+static void rt_lost_request(void)
+{
+	const char *name = "lost_connect_request";
+	unsigned long waited;
+	struct rt_lost *t;
+	char why[120];
+	bool leak = false;
+
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!t) {
+		rt_result(name, 1, "no memory");
+		return;
+	}
+	init_completion(&t->resolved[0]);
+	init_completion(&t->resolved[1]);
+	init_completion(&t->in_handler);
+	init_completion(&t->release);
+	init_completion(&t->c1_done);
+	WRITE_ONCE(rt_lost_cur, t);
+
+	t->l1 = rt_lost_listen(RT_LOST_L1, port + 1);
+	t->l2 = rt_lost_listen(RT_LOST_L2, port + 2);
+	if (IS_ERR(t->l1) || IS_ERR(t->l2)) {
+		rt_result(name, 1, "cannot listen");
+		goto out;
+	}
+	/* c2's request holds iw_cm's workqueue in our handler. */
+	t->c2 = rt_lost_connect(t, RT_LOST_C2, port + 2);
+	if (IS_ERR(t->c2)) {
+		rt_result(name, 1, "cannot connect to the second listener");
+		goto out;
+	}
+	if (!wait_for_completion_timeout(&t->in_handler, RT_TIMEOUT)) {
+		rt_result(name, 1, "the second listener got no request");
+		goto out;
+	}
+	/* c1's request is queued behind it; its listener goes away. */
+	t->c1 = rt_lost_connect(t, RT_LOST_C1, port + 1);
+	rdma_destroy_id(t->l1);
+	t->l1 = NULL;
+	complete(&t->release);
+	if (IS_ERR(t->c1)) {
+		rt_result(name, 1, "cannot connect to the first listener");
+		goto out;
+	}
+	waited = jiffies;
+	if (!wait_for_completion_timeout(&t->c1_done, lost_wait_ms * HZ / 1000)) {
+		/* Its QP cannot be destroyed while the request holds it. */
+		snprintf(why, sizeof(why),
+			 "the request was never answered in %u ms (client leaked)",
+			 lost_wait_ms);
+		rt_result(name, 1, why);
+		leak = true;
+		goto out;
+	}
+	waited = jiffies_to_msecs(jiffies - waited);
+	snprintf(why, sizeof(why), "%s (%d) after %lu ms%s",
+		 rdma_event_msg(t->c1_event), t->c1_status, waited,
+		 t->l1_request ? ", but the request was not dropped" : "");
+	rt_result(name, t->c1_event != RDMA_CM_EVENT_UNREACHABLE ||
+		  t->c1_status != -ETIMEDOUT || t->l1_request, why);
+out:
+	complete(&t->release);
+	if (!IS_ERR_OR_NULL(t->c1) && !leak) {
+		rdma_destroy_qp(t->c1);
+		rdma_destroy_id(t->c1);
+	}
+	if (!IS_ERR_OR_NULL(t->c2)) {
+		rdma_destroy_qp(t->c2);
+		rdma_destroy_id(t->c2);
+	}
+	if (!IS_ERR_OR_NULL(t->l1))
+		rdma_destroy_id(t->l1);
+	if (!IS_ERR_OR_NULL(t->l2))
+		rdma_destroy_id(t->l2);
+	if (leak)
+		return;
+	WRITE_ONCE(rt_lost_cur, NULL);
+	if (!IS_ERR_OR_NULL(t->cq))
+		ib_free_cq(t->cq);
+	if (!IS_ERR_OR_NULL(t->pd))
+		ib_dealloc_pd(t->pd);
+	kfree(t);
+}
+
 static DECLARE_COMPLETION(rt_cq_err);
 
 static void rt_cq_event(struct ib_event *ev, void *ctx)
@@ -893,6 +1112,7 @@ static int __init rt_init(void)
 		rt_remote_case(k);
 	rt_wrong_state();
 	rt_cq_overflow();
+	rt_lost_request();
 	rt_cross_device();
 	rt_ring_stress();
 	rdma_destroy_id(rt_listen);

@@ -13,8 +13,11 @@ under a live session must end it failed, with the kernel log clean.
 Skipped, with the reason printed, when ropcie is not loaded.
 """
 
+import json
 import os
 import subprocess
+import sys
+import threading
 import time
 
 import pytest
@@ -22,51 +25,10 @@ import pytest
 from lib import krping
 from lib.krping import run_pair, ping_stats
 
-ROPCIE_DEV = "ropcie0"
-NETDEV = "rp0"
-ADDR = "10.77.0.1"
+from lib.ropcie import (ROPCIE_DEV, NETDEV, ADDR, sh, link_exists,  # noqa: F401
+                        port_active, ensure_setup, teardown_setup)
+
 SIZES = [1, 64, 4096, 65536, 1048576]
-
-
-def sh(*cmd, check=True):
-    cp = subprocess.run(list(cmd), capture_output=True, text=True,
-                        timeout=krping.SHORT_TIMEOUT)
-    if check and cp.returncode:
-        raise krping.KrpingError(f"{' '.join(cmd)}: exit {cp.returncode}: "
-                                 f"{cp.stdout.strip()} {cp.stderr.strip()}")
-    return cp
-
-
-def link_exists(name=ROPCIE_DEV):
-    return os.path.exists(f"/sys/class/infiniband/{name}")
-
-
-def port_active(name=ROPCIE_DEV):
-    try:
-        with open(f"/sys/class/infiniband/{name}/ports/1/state") as f:
-            return "ACTIVE" in f.read()
-    except OSError:
-        return False
-
-
-def ensure_setup():
-    """rp0 up with ADDR, ropcie0 on it and ACTIVE (idempotent)."""
-    if not os.path.exists(f"/sys/class/net/{NETDEV}"):
-        sh("modprobe", "dummy", "numdummies=0")
-        sh("ip", "link", "add", NETDEV, "type", "dummy")
-        sh("ip", "addr", "add", f"{ADDR}/24", "dev", NETDEV)
-        sh("ip", "link", "set", NETDEV, "up")
-    if not link_exists():
-        sh("rdma", "link", "add", ROPCIE_DEV, "type", "ropcie",
-           "netdev", NETDEV)
-    krping.wait_for(port_active, timeout=10, what=f"{ROPCIE_DEV} ACTIVE")
-
-
-def teardown_setup():
-    if link_exists():
-        sh("rdma", "link", "delete", ROPCIE_DEV, check=False)
-    if os.path.exists(f"/sys/class/net/{NETDEV}"):
-        sh("ip", "link", "del", NETDEV, check=False)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -340,7 +302,7 @@ def test_ropcie_refused_without_listener(pool):
 VERBS_CASES = ("valid_write_and_read", "bad_rkey_write", "stale_key_byte_read",
                "wrong_pd_write", "out_of_bounds_write", "out_of_bounds_read",
                "write_without_remote_write", "read_without_remote_read",
-               "post_in_wrong_state", "cq_overflow",
+               "post_in_wrong_state", "cq_overflow", "lost_connect_request",
                "cross_device_write_read", "ring_stress_smp")
 
 
@@ -362,12 +324,17 @@ def verbs_results(ropcie_env, request):
                     what="ropcie1 ACTIVE")
     # The cases take a second or two; the ring stress up to a minute
     # under a loaded TCG host.
-    saved = read_params("inline_max")
+    saved = read_params("inline_max", "connect_timeout_ms")
     if request.param == "worker":
         set_params(inline_max=0)
+    # lost_connect_request waits for ropcie's connect timeout.
+    set_params(connect_timeout_ms=1000)
+    port = krping.next_port()
+    krping.next_port()
+    krping.next_port()      # the two listeners of lost_connect_request
     try:
         cp = subprocess.run(["insmod", ko, f"addr={ADDR}", "addr2=10.78.0.1",
-                             f"port={krping.next_port()}"],
+                             f"port={port}", "lost_wait_ms=15000"],
                             capture_output=True, text=True, timeout=180)
     finally:
         set_params(**saved)
@@ -398,6 +365,47 @@ def test_ropcie_verbs(verbs_results, case):
     assert case in verbs_results, f"case did not run: {verbs_results}"
     ok, why = verbs_results[case]
     assert ok, why
+
+
+HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "hostile_ucma.py")
+NOBODY = 65534
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def test_ropcie_foreign_qpn_refused(pool):
+    """An unprivileged user of /dev/infiniband/rdma_cm (mode 0666) that
+    names QP numbers 1..64 in rdma_connect and rdma_accept, among them
+    the QPs of a running krping pair, gets every one refused with
+    EINVAL: no QP is cross-linked or pinned, and the pair then stops
+    within its usual bound."""
+    srv, cli = live_pair(pool)
+    port = krping.next_port()
+    cp = subprocess.run([sys.executable, HOSTILE, ADDR, str(port), "1", "64"],
+                        capture_output=True, text=True, preexec_fn=as_nobody,
+                        timeout=krping.TIMEOUT * 2)
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(cp.stdout)
+    print(res)
+    assert res["uid"] == NOBODY
+    assert len(res["connect"]) == 64, res
+    assert set(res["connect"].values()) == {"EINVAL"}, res["connect"]
+    assert res["accept"] == {}, res
+    # A pinned QP made this stop hang for minutes: bound it here.
+    for s in (cli, srv):
+        stopper = threading.Thread(target=s.stop, daemon=True)
+        stopper.start()
+        stopper.join(krping.SHORT_TIMEOUT)
+        assert not stopper.is_alive(), f"stop hangs: {s.describe()}"
+    for s in (cli, srv):
+        assert s.wait_end(timeout=krping.SHORT_TIMEOUT) in krping.TERMINAL, \
+            s.describe()
+    assert cli.stats()["iterations"] >= 2, cli.describe()
 
 
 def live_pair(pool):
