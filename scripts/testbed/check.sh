@@ -168,7 +168,7 @@ DEBUG_PYTEST=(-m "not stock_only")
 # Over siw, the files that reach an RDMA device. The configfs-only ones
 # ran on this kernel in debug-rxe, and test_ropcie.py brings its own
 # device.
-DEBUG_SIW_SKIP=(test_ropcie.py test_abuse_writes.py test_options.py
+DEBUG_SIW_SKIP=(test_ropcie.py test_ulp.py test_abuse_writes.py test_options.py
 	test_session.py test_random_ops.py test_bad_input.py)
 stage_debug-rxe() {
 	debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}"

@@ -21,6 +21,9 @@ PKGS=(
 	# The guest uses the host's userland over 9p.
 	rdma-core ibverbs-utils rdmacm-utils perftest iproute2
 	python3 python3-pytest
+	# Real ULPs over ropcie in the guest (test_ulp.py): nfsd's tools and
+	# mount.nfs4. Their services are never started on the host.
+	nfs-kernel-server nfs-common
 	# Test bed plumbing (patch: the debug kernel's fixes).
 	patch
 	coreutils util-linux
@@ -61,6 +64,16 @@ updated=0
 if ! lists_ok; then
 	"${APT[@]}" update </dev/null
 	updated=1
+fi
+
+# Packages such as nfs-kernel-server and rpcbind start their services on
+# install: the host needs none of them (the guests run what they need), so
+# services stay down, through Debian's policy-rc.d, unless the machine
+# already has its own policy.
+if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 755 /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 
 # INITRD=No: the kernel packages' hooks make no initramfs (the test bed

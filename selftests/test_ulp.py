@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Unmodified kernel ULPs over ropcie: what a user runs on an RDMA device
+that is not krping.
+
+NVMe over Fabrics: the kernel's target (nvmet-rdma) exports a file on
+/tmp through configfs, listening on ropcie0's address; the kernel's host
+(nvme-rdma) connects through /dev/nvme-fabrics, as `nvme connect -t
+rdma` does; data written to the namespace is read back over the fabric
+after the caches are dropped and compared, and checked in the target's
+file too; then the host disconnects and the target is taken down. A
+write to the namespace moves its data by RDMA READ from the target (the
+rdma_rw API's registered READ sinks and READ_WITH_INV on iWARP), a read
+by RDMA WRITE.
+
+NFS over RDMA: nfsd with an RDMA listener exports a tmpfs directory
+(NFSv4.1 only, no rpcbind); the kernel's NFS client mounts it with
+proto=rdma; an 8 MiB file is written, the caches dropped, and the file
+read back over the mount and compared, and checked in the export too.
+The client's large WRITEs go as read chunks that the server pulls with
+RDMA READ.
+
+Each step is bounded; after the test no NVMe controller, nvmet object or
+RDMA resource of the ULPs is left, and their modules are unloaded.
+Skipped, with the reason printed, when ropcie or the kernel's NVMe-oF
+modules or Debian's nfs-kernel-server are missing (the debug kernel is
+built without them).
+"""
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from lib import krping
+from lib.ropcie import ADDR, ensure_setup, sh, teardown_setup
+
+NVMET = Path("/sys/kernel/config/nvmet")
+NQN = "nqn.2026-11.org.krping:ropcie"
+HOSTNQN = "nqn.2026-11.org.krping:host"
+NVME_PORT = "4420"
+DATA_BYTES = 4 << 20
+BACKING_BYTES = 16 << 20
+NVME_MODULES = ("nvme_rdma", "nvmet_rdma", "nvme_fabrics", "nvmet")
+
+
+@pytest.fixture(scope="module")
+def ropcie_link():
+    if not krping.module_loaded("ropcie"):
+        reason = "ropcie not loaded (build ropcie.ko; vm-run loads it)"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason)
+    ensure_setup()
+    yield
+    teardown_setup()
+
+
+def modprobe(*mods):
+    for mod in mods:
+        cp = sh("modprobe", mod, check=False)
+        if cp.returncode:
+            reason = f"no {mod} in this kernel: {cp.stderr.strip()}"
+            print(f"SKIP: {reason}")
+            pytest.skip(reason)
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(f"{value}\n")
+
+
+class NvmetTarget:
+    """One subsystem with one file-backed namespace on one RDMA port."""
+
+    def __init__(self, backing):
+        self.subsys = NVMET / "subsystems" / NQN
+        self.ns = self.subsys / "namespaces" / "1"
+        self.port = NVMET / "ports" / "1"
+        self.link = self.port / "subsystems" / NQN
+        self.subsys.mkdir()
+        write(self.subsys / "attr_allow_any_host", 1)
+        self.ns.mkdir()
+        write(self.ns / "device_path", backing)
+        write(self.ns / "buffered_io", 1)
+        write(self.ns / "enable", 1)
+        self.port.mkdir()
+        for attr, value in (("addr_trtype", "rdma"), ("addr_adrfam", "ipv4"),
+                            ("addr_traddr", ADDR),
+                            ("addr_trsvcid", NVME_PORT)):
+            write(self.port / attr, value)
+        self.link.symlink_to(self.subsys)
+
+    def remove(self):
+        if self.link.is_symlink():
+            self.link.unlink()
+        if self.port.exists():
+            self.port.rmdir()
+        if self.ns.exists():
+            write(self.ns / "enable", 0)
+            self.ns.rmdir()
+        if self.subsys.exists():
+            self.subsys.rmdir()
+
+
+def nvme_connect():
+    """Connect as `nvme connect -t rdma` does; the controller's name."""
+    # Our own host NQN needs its own host ID: the kernel's default one
+    # belongs to its default NQN.
+    opts = (f"transport=rdma,traddr={ADDR},trsvcid={NVME_PORT},nqn={NQN},"
+            f"hostnqn={HOSTNQN},hostid={uuid.uuid4()},nr_io_queues=2,"
+            f"ctrl_loss_tmo=5")
+    fd = os.open("/dev/nvme-fabrics", os.O_RDWR)
+    try:
+        os.write(fd, opts.encode())
+        answer = os.read(fd, 4096).decode()
+    finally:
+        os.close(fd)
+    fields = dict(kv.split("=", 1) for kv in answer.strip().split(","))
+    return f"nvme{fields['instance']}"
+
+
+def nvme_disconnect(ctrl):
+    path = Path("/sys/class/nvme") / ctrl
+    if path.exists():
+        write(path / "delete_controller", 1)
+    krping.wait_for(lambda: not path.exists(), timeout=krping.SHORT_TIMEOUT,
+                    what=f"{ctrl} removed")
+
+
+def new_namespace(before):
+    """/dev path of the namespace that appeared since @before (with
+    native multipath, the controller's own path device is hidden and
+    the block device is the subsystem's head, so look in /dev)."""
+    found = []
+
+    def ready():
+        found[:] = sorted(set(Path("/dev").glob("nvme*n1")) - before)
+        return bool(found)
+
+    krping.wait_for(ready, timeout=krping.SHORT_TIMEOUT,
+                    what="the namespace's block device")
+    return found[0]
+
+
+def drop_caches():
+    os.sync()
+    write("/proc/sys/vm/drop_caches", 3)
+
+
+def test_nvmeof_over_ropcie(ropcie_link):
+    """nvme-rdma to nvmet-rdma over ropcie0: connect, write 4 MiB, read
+    it back from the fabric and from the target's file, disconnect;
+    nothing left behind."""
+    modprobe("nvmet", "nvmet_rdma", "nvme_rdma")
+    before = krping.rdma_resource_counts()
+    backing = Path(f"/tmp/krping-nvmet-{os.getpid()}.img")
+    with open(backing, "wb") as f:
+        f.truncate(BACKING_BYTES)
+    payload = os.urandom(DATA_BYTES)
+    target = ctrl = None
+    try:
+        target = NvmetTarget(backing)
+        t0 = time.monotonic()
+        devs = set(Path("/dev").glob("nvme*n1"))
+        ctrl = nvme_connect()
+        dev = new_namespace(devs)
+        print(f"{ctrl} ({dev}) connected in {time.monotonic() - t0:.1f} s")
+        with open(dev, "r+b", buffering=0) as f:
+            f.write(payload)
+            os.fsync(f.fileno())
+        drop_caches()
+        with open(dev, "rb", buffering=0) as f:
+            back = f.read(DATA_BYTES)
+        assert back == payload, "the namespace read back other data"
+        with open(backing, "rb") as f:
+            assert f.read(DATA_BYTES) == payload, \
+                "the target's file holds other data"
+    finally:
+        if ctrl:
+            nvme_disconnect(ctrl)
+        if target:
+            target.remove()
+        backing.unlink(missing_ok=True)
+        for mod in NVME_MODULES:
+            sh("rmmod", mod, check=False)
+    assert not list(Path("/sys/class/nvme").glob("nvme*"))
+    assert not any(krping.module_loaded(m) for m in NVME_MODULES[:2])
+    if before is not None:
+        krping.wait_for(lambda: krping.rdma_resource_counts() == before,
+                        timeout=krping.SHORT_TIMEOUT,
+                        what=f"RDMA resources back to {before}")
+
+
+NFS_TOOLS = ("rpc.nfsd", "rpc.mountd", "exportfs", "mount.nfs4")
+NFS_PORT = "20049"
+NFS_BYTES = 8 << 20
+
+
+def need_tools(tools, package):
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        reason = f"{', '.join(missing)} missing (Debian package {package})"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason)
+
+
+class NfsServer:
+    """nfsd exporting a tmpfs directory over RDMA only, NFSv4.1, with
+    its state on tmpfs (the guest's root is read-only)."""
+
+    def __init__(self, export):
+        self.mounts = []
+        self.mountd = None
+        self.export = export
+        for path, fstype in (("/var/lib/nfs", "tmpfs"),
+                             ("/proc/fs/nfsd", "nfsd")):
+            sh("mount", "-t", fstype, fstype, path)
+            self.mounts.append(path)
+        os.makedirs("/var/lib/nfs/v4recovery", exist_ok=True)
+        for name in ("etab", "rmtab"):
+            open(f"/var/lib/nfs/{name}", "w").close()
+        # The grace period after a start refuses OPENs: keep it short.
+        write("/proc/fs/nfsd/nfsv4gracetime", 10)
+        write("/proc/fs/nfsd/nfsv4leasetime", 10)
+        sh("exportfs", "-o", "rw,no_root_squash,insecure,fsid=0,sync",
+           f"*:{export}")
+        self.mountd = subprocess.Popen(
+            ["rpc.mountd", "-F", "-N", "2", "-N", "3"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sh("rpc.nfsd", "-N", "3", "-V", "4.1", "-H", ADDR, "4")
+        write("/proc/fs/nfsd/portlist", f"rdma {NFS_PORT}")
+
+    def stop(self):
+        sh("rpc.nfsd", "0", check=False)
+        sh("exportfs", "-ua", check=False)
+        if self.mountd:
+            self.mountd.terminate()
+            try:
+                self.mountd.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.mountd.kill()
+                self.mountd.wait()
+        for path in reversed(self.mounts):
+            sh("umount", path, check=False)
+
+
+def test_nfs_over_rdma_over_ropcie(ropcie_link):
+    """An NFSv4.1 mount with proto=rdma over ropcie0: write 8 MiB, drop
+    the caches, read it back over the mount and from the export, and
+    unmount; nothing left behind."""
+    need_tools(NFS_TOOLS, "nfs-kernel-server")
+    modprobe("nfsd", "rpcrdma", "nfsv4")
+    before = krping.rdma_resource_counts()
+    export = Path(f"/tmp/krping-nfs-export-{os.getpid()}")
+    mnt = Path(f"/tmp/krping-nfs-mnt-{os.getpid()}")
+    export.mkdir()
+    mnt.mkdir()
+    payload = os.urandom(NFS_BYTES)
+    server = None
+    mounted = False
+    try:
+        server = NfsServer(export)
+        t0 = time.monotonic()
+        sh("mount", "-t", "nfs4", "-o",
+           f"proto=rdma,port={NFS_PORT},vers=4.1,soft,timeo=100,retrans=2",
+           f"{ADDR}:/", str(mnt))
+        mounted = True
+        print(f"mounted in {time.monotonic() - t0:.1f} s")
+        with open(mnt / "data", "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        drop_caches()
+        with open(mnt / "data", "rb") as f:
+            assert f.read() == payload, "the mount read back other data"
+        with open(export / "data", "rb") as f:
+            assert f.read() == payload, "the export holds other data"
+    finally:
+        if mounted:
+            sh("umount", str(mnt), check=False)
+        if server:
+            server.stop()
+        shutil.rmtree(export, ignore_errors=True)
+        mnt.rmdir()
+        for mod in ("nfsv4", "nfs", "rpcrdma", "nfsd"):
+            sh("rmmod", mod, check=False)
+    assert not os.path.ismount(mnt)
+    if before is not None:
+        krping.wait_for(lambda: krping.rdma_resource_counts() == before,
+                        timeout=krping.SHORT_TIMEOUT,
+                        what=f"RDMA resources back to {before}")
