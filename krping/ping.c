@@ -50,9 +50,14 @@ static void krping_fill(char *buf, u32 size, u32 iter, char *start)
 	buf[size - 1] = '\0';
 }
 
-/* Advertise @b (registered through @m in reg mode) and await the answer. */
+/*
+ * Advertise @b (registered through @m in reg mode) and await the answer;
+ * then post the receive for the next one, unless this was the @last: a
+ * server that leaves first may have disconnected by then, and siw
+ * refuses a post to a closing QP (-ENOTCONN).
+ */
 static int krping_advertise(struct krping_run *run, struct krping_buf *b,
-			    struct krping_mr *m, int access)
+			    struct krping_mr *m, int access, bool last)
 {
 	u64 addr = b->dma;
 	u32 rkey = run->pd->unsafe_global_rkey;
@@ -74,7 +79,7 @@ static int krping_advertise(struct krping_run *run, struct krping_buf *b,
 	/* server_inv: the go-ahead already invalidated the key. */
 	if (m->mr && run->rx_inv_rkey == m->mr->rkey)
 		m->valid = false;
-	return krping_post_recv(run);
+	return last ? 0 : krping_post_recv(run);
 }
 
 static int krping_client_loop(struct krping_run *run)
@@ -99,19 +104,21 @@ static int krping_client_loop(struct krping_run *run)
 					      DMA_BIDIRECTIONAL);
 
 		ret = krping_advertise(run, &run->start_buf, &run->start_mr,
-				       IB_ACCESS_REMOTE_READ);
+				       IB_ACCESS_REMOTE_READ, false);
 		if (!ret)
 			ret = krping_advertise(run, &run->rdma_buf,
 					       &run->rdma_mr,
 					       IB_ACCESS_LOCAL_WRITE |
-					       IB_ACCESS_REMOTE_WRITE);
+					       IB_ACCESS_REMOTE_WRITE,
+					       o->count && iter + 1 == o->count);
 		if (ret)
 			return ret;
 
 		ib_dma_sync_single_for_cpu(dev, run->rdma_buf.dma, o->size,
 					   DMA_BIDIRECTIONAL);
+		/* The peer wrote these bytes: escape what is not printable. */
 		if (o->verbose)
-			pr_info("%s: ping data: %.*s\n",
+			pr_info("%s: ping data: %*pE\n",
 				config_item_name(&run->sess->item),
 				(int)min_t(u32, o->size, KRPING_VERBOSE_MAX),
 				dst);

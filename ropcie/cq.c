@@ -85,7 +85,8 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  * For a producer that must keep its completions in the order of its
  * queue: it pushes while it holds that queue's consumer lock, and calls
  * ropcie_cq_signal() with the result once it has let go of the lock.
- * A full CQ loses the completion and raises IB_EVENT_CQ_ERR once.
+ * A full CQ loses the completion and raises IB_EVENT_CQ_ERR once until
+ * it is polled empty; the caller moves the completion's QP to error.
  *
  * Return: ROPCIE_CQ_DEFER_* bits of what ropcie_cq_signal() must do.
  */
@@ -166,6 +167,9 @@ int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num && !ropcie_ring_pop(&cq->ring, &wc[n]))
 		n++;
+	/* Drained: the next overflow raises its own event. */
+	if (ropcie_ring_empty(&cq->ring))
+		cq->overflow = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }

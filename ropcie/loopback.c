@@ -204,8 +204,8 @@ static unsigned long ropcie_recv_push(struct ropcie_qp *peer, u64 wr_id,
 static void ropcie_recv_signal(struct ropcie_qp *peer, unsigned long todo,
 			       enum ib_wc_status status)
 {
-	ropcie_cq_signal(peer->rcq, todo, false);
-	if (status != IB_WC_SUCCESS)
+	if (ropcie_cq_signal(peer->rcq, todo, false) ||
+	    status != IB_WC_SUCCESS)
 		ropcie_qp_set_error(peer);
 }
 

@@ -120,7 +120,9 @@ static void ropcie_sq_complete(struct ropcie_qp *qp,
 	wc->wr_id = sqe->wr_id;
 	wc->opcode = ropcie_wc_opcode(sqe->opcode);
 	wc->qp = &qp->ibqp;
-	ropcie_cq_post(qp->scq, wc, false, inline_exec);
+	/* A completion lost to a full CQ ends the QP, as on hardware. */
+	if (ropcie_cq_post(qp->scq, wc, false, inline_exec))
+		ropcie_qp_set_error(qp);
 }
 
 static void ropcie_flush(struct ropcie_qp *qp)
@@ -157,6 +159,7 @@ static void ropcie_flush(struct ropcie_qp *qp)
 		mutex_unlock(&qp->rq_cons_lock);
 		if (!rqe)
 			break;
+		/* Already in error: nothing more to do when it was lost. */
 		ropcie_cq_signal(qp->rcq, todo, false);
 	}
 }

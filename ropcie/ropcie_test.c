@@ -796,6 +796,143 @@ out:
 	kfree(t);
 }
 
+/*
+ * Receives complete in the order they were posted, even when the QP's
+ * flush races a SEND of the peer that took an earlier receive: after
+ * the drain marker (a receive posted in the error state) no completion
+ * may come, or a ULP that frees its buffers after ib_drain_rq() would
+ * get one for freed memory.
+ */
+#define RT_ORDER_ROUNDS	10
+#define RT_ORDER_RECVS	8
+#define RT_ORDER_MARKER	0xd7a1
+
+struct rt_sender {
+	struct rt_pair *p;
+	void *buf;
+	bool stop;
+	int sent;
+};
+
+/* SENDs, one at a time, until one fails (the connection went down). */
+static int rt_order_send(void *arg)
+{
+	struct rt_sender *s = arg;
+	struct ib_device *dev = s->p->cli->device;
+	struct ib_sge sge = {
+		.addr = ib_dma_map_single(dev, s->buf, 16, DMA_TO_DEVICE),
+		.length = 16,
+		.lkey = s->p->cpd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+	struct ib_wc wc;
+
+	while (!READ_ONCE(s->stop)) {
+		if (ib_post_send(s->p->cli->qp, &wr, NULL) ||
+		    rt_poll(s->p->ccq, &wc) || wc.status != IB_WC_SUCCESS)
+			break;
+		s->sent++;
+	}
+	ib_dma_unmap_single(dev, sge.addr, 16, DMA_TO_DEVICE);
+	while (!kthread_should_stop())
+		schedule_timeout_interruptible(HZ / 100);
+	return 0;
+}
+
+/* One round; on a failure, @why says what was wrong. */
+static void rt_order_round(unsigned int delay_us, char *why, size_t len)
+{
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_ERR };
+	struct ib_recv_wr rwr = {}, marker = { .wr_id = RT_ORDER_MARKER };
+	struct rt_sender s = {};
+	struct task_struct *t;
+	struct ib_device *dev;
+	struct rt_pair *p;
+	struct ib_sge sge;
+	struct ib_wc wc;
+	u64 base, last = 0;
+	u8 *rbuf;
+	int i, n = 0;
+
+	p = rt_pair_create();
+	if (IS_ERR(p)) {
+		snprintf(why, len, "no pair");
+		return;
+	}
+	dev = p->srv->device;
+	rbuf = kzalloc(RT_ORDER_RECVS * 64, GFP_KERNEL);
+	s.buf = kzalloc(16, GFP_KERNEL);
+	if (!rbuf || !s.buf) {
+		snprintf(why, len, "no memory");
+		goto out;
+	}
+	base = ib_dma_map_single(dev, rbuf, RT_ORDER_RECVS * 64,
+				 DMA_FROM_DEVICE);
+	sge.length = 64;
+	sge.lkey = p->spd->local_dma_lkey;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	for (i = 0; i < RT_ORDER_RECVS; i++) {
+		rwr.wr_id = i + 1;
+		sge.addr = base + 64 * i;
+		if (ib_post_recv(p->srv->qp, &rwr, NULL)) {
+			snprintf(why, len, "post_recv %d failed", i);
+			goto unmap;
+		}
+	}
+	s.p = p;
+	t = kthread_run(rt_order_send, &s, "rt_order_send");
+	if (IS_ERR(t)) {
+		snprintf(why, len, "no sender thread");
+		goto unmap;
+	}
+	udelay(delay_us);
+	ib_modify_qp(p->srv->qp, &qa, IB_QP_STATE);
+	if (ib_post_recv(p->srv->qp, &marker, NULL))
+		snprintf(why, len, "marker not posted");
+	while (!why[0]) {
+		if (rt_poll(p->scq, &wc)) {
+			snprintf(why, len, "no marker after %d completions", n);
+			break;
+		}
+		n++;
+		if (wc.wr_id == RT_ORDER_MARKER)
+			break;
+		if (wc.wr_id <= last || wc.wr_id > RT_ORDER_RECVS)
+			snprintf(why, len, "receive %llu completed after %llu",
+				 wc.wr_id, last);
+		last = wc.wr_id;
+	}
+	WRITE_ONCE(s.stop, true);
+	kthread_stop(t);
+	/* Nothing may follow the marker. */
+	msleep(20);
+	if (!why[0] && ib_poll_cq(p->scq, 1, &wc) == 1)
+		snprintf(why, len, "receive %llu completed after the marker",
+			 wc.wr_id);
+unmap:
+	ib_dma_unmap_single(dev, base, RT_ORDER_RECVS * 64, DMA_FROM_DEVICE);
+out:
+	kfree(s.buf);
+	kfree(rbuf);
+	rt_pair_destroy(p);
+}
+
+static void rt_recv_order(void)
+{
+	char why[96] = "";
+	unsigned int r;
+
+	for (r = 0; r < RT_ORDER_ROUNDS && !why[0]; r++)
+		rt_order_round(r * 50, why, sizeof(why));
+	rt_result("recv_order_after_flush", !!why[0], why[0] ? why : NULL);
+}
+
 static DECLARE_COMPLETION(rt_cq_err);
 
 static void rt_cq_event(struct ib_event *ev, void *ctx)
@@ -1113,6 +1250,7 @@ static int __init rt_init(void)
 	rt_wrong_state();
 	rt_cq_overflow();
 	rt_lost_request();
+	rt_recv_order();
 	rt_cross_device();
 	rt_ring_stress();
 	rdma_destroy_id(rt_listen);

@@ -275,6 +275,20 @@ def test_verbose_logs_ping_data(pool, dyndbg, verbose):
         assert lines == []
 
 
+def test_verbose_escapes_what_is_not_printable(pool):
+    """The peer writes what verbose logs: a 16-byte ping ends in a NUL
+    within the logged prefix, which must appear escaped (\\0), as any
+    byte that is not printable would. /dev/kmsg itself shows the
+    backslash as \\x5c."""
+    log = krping.Kmsg()
+    try:
+        srv, cli = ping_pair(pool, 1, 16, verbose=1)
+        lines = [l for l in log.read() if f"{cli.name}: ping data: " in l]
+    finally:
+        log.close()
+    assert lines and lines[0].endswith("rdma-ping-0: AB\\x5c0"), lines
+
+
 @pytest.mark.parametrize("server_count", [5, 0])
 def test_ping_server_disconnects_first(pool, dyndbg, server_count):
     """Two krping sides agree in their hello that the server disconnects
