@@ -646,18 +646,26 @@ static int rt_lost_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
+/* A new id of the case, and addr:@lport in @sin. */
+static struct rdma_cm_id *rt_lost_id(void *ctx, int lport,
+				     struct sockaddr_in *sin)
+{
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = in_aton(addr);
+	sin->sin_port = htons(lport);
+	return rdma_create_id(&init_net, rt_lost_handler, ctx, RDMA_PS_TCP,
+			      IB_QPT_RC);
+}
+
 static struct rdma_cm_id *rt_lost_listen(void *ctx, int lport)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin;
 	struct rdma_cm_id *id;
 	int ret;
 
-	id = rdma_create_id(&init_net, rt_lost_handler, ctx, RDMA_PS_TCP,
-			    IB_QPT_RC);
+	id = rt_lost_id(ctx, lport, &sin);
 	if (IS_ERR(id))
 		return id;
-	sin.sin_addr.s_addr = in_aton(addr);
-	sin.sin_port = htons(lport);
 	ret = rdma_bind_addr(id, (struct sockaddr *)&sin);
 	if (!ret)
 		ret = rdma_listen(id, 4);
@@ -672,21 +680,18 @@ static struct rdma_cm_id *rt_lost_listen(void *ctx, int lport)
 static struct rdma_cm_id *rt_lost_connect(struct rt_lost *t, void *ctx,
 					  int lport)
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET };
 	struct rdma_conn_param param = {
 		.initiator_depth = 1,
 		.responder_resources = 1,
 	};
 	struct completion *resolved = &t->resolved[ctx == RT_LOST_C1 ? 0 : 1];
 	struct rdma_cm_id *id;
+	struct sockaddr_in dst;
 	int ret;
 
-	id = rdma_create_id(&init_net, rt_lost_handler, ctx, RDMA_PS_TCP,
-			    IB_QPT_RC);
+	id = rt_lost_id(ctx, lport, &dst);
 	if (IS_ERR(id))
 		return id;
-	dst.sin_addr.s_addr = in_aton(addr);
-	dst.sin_port = htons(lport);
 	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000);
 	if (!ret && !wait_for_completion_timeout(resolved, RT_TIMEOUT))
 		ret = -ETIMEDOUT;
