@@ -22,12 +22,20 @@
 /* How long a client that has finished waits for the server to leave. */
 #define KRPING_BENCH_LINGER	(30 * HZ)
 
-/* The lkey of the local end (start_buf) of a transfer. */
-u32 krping_bench_lkey(const struct krping_run *run)
+/*
+ * The local end (start_buf) of a transfer: through its registration in
+ * reg mode, whose iova is an offset, not the buffer's address.
+ */
+static void krping_bench_local(const struct krping_run *run,
+			       struct ib_sge *sge)
 {
-	if (run->start_mr.mr)
-		return run->start_mr.mr->lkey;
-	return run->pd->local_dma_lkey;
+	if (run->start_mr.mr) {
+		sge->addr = run->start_mr.mr->iova;
+		sge->lkey = run->start_mr.mr->lkey;
+	} else {
+		sge->addr = run->start_buf.dma;
+		sge->lkey = run->pd->local_dma_lkey;
+	}
 }
 
 static int krping_bench_setup(struct krping_run *run)
@@ -154,11 +162,7 @@ int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 		      struct ib_cqe *cqe, bool signaled)
 {
 	int depth = run->opts->txdepth;
-	struct ib_sge sge = {
-		.addr = run->start_buf.dma,
-		.length = run->opts->size,
-		.lkey = krping_bench_lkey(run),
-	};
+	struct ib_sge sge = { .length = run->opts->size };
 	struct ib_rdma_wr wr = {
 		.wr = {
 			.wr_cqe = cqe,
@@ -172,6 +176,7 @@ int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 	};
 	int ret;
 
+	krping_bench_local(run, &sge);
 	if (run->rdma_posted - krping_read_count(&run->rdma_count) >= depth) {
 		ret = krping_wait_count(run, &run->rdma_count,
 					run->rdma_posted - depth + 1);

@@ -873,6 +873,9 @@ int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
 	int target = run->send_count + 1;
 	int ret;
 
+	if (rkey)
+		pr_debug("%s: advertises addr %#llx rkey %#x size %u\n",
+			 run_name(run), addr, rkey, size);
 	info->buf = cpu_to_be64(addr);
 	info->rkey = cpu_to_be32(rkey);
 	info->size = cpu_to_be32(size);
@@ -913,6 +916,12 @@ static int krping_build_reg(struct krping_run *run, struct krping_mr *m,
 	n = ib_map_mr_sg(m->mr, &sg, 1, NULL, m->page_size);
 	if (n != 1)
 		return n < 0 ? n : -EINVAL;
+	/*
+	 * The peer sees iova: keep only its offset in the first page, not
+	 * the kernel address. Not zero-based (ib_map_mr_sg_zbva()): rxe
+	 * takes the in-page offset of a registered address from iova.
+	 */
+	m->mr->iova &= m->page_size - 1;
 
 	reg->wr.opcode = IB_WR_REG_MR;
 	reg->wr.wr_cqe = &run->reg_cqe;

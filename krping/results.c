@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
+#include <linux/wait_bit.h>
 
 #include "krping.h"
 
@@ -240,9 +241,20 @@ static const struct attribute_group *krping_results_groups[] = {
 	NULL,
 };
 
+/*
+ * Results objects not yet released. The release is code of this module,
+ * and it may run after krping_results_remove() returned (a delayed
+ * release with CONFIG_DEBUG_KOBJECT_RELEASE, a late reference): module
+ * unload waits for the last one, as a filesystem waits for its sysfs
+ * kobject's release at unmount.
+ */
+static atomic_t krping_results_live = ATOMIC_INIT(0);
+
 static void krping_results_release(struct kobject *kobj)
 {
 	kfree(container_of(kobj, struct krping_results, kobj));
+	if (atomic_dec_and_test(&krping_results_live))
+		wake_up_var(&krping_results_live);
 }
 
 static const struct kobj_type krping_results_ktype = {
@@ -269,6 +281,7 @@ struct krping_results *krping_results_add(struct krping_session *sess,
 		return ERR_PTR(-ENOMEM);
 	res->sess = sess;
 	res->kobj.kset = krping_kset;
+	atomic_inc(&krping_results_live);	/* the release drops it */
 	ret = kobject_init_and_add(&res->kobj, &krping_results_ktype, NULL,
 				   "%s", name);
 	if (ret) {
@@ -301,5 +314,7 @@ int krping_results_init(void)
 
 void krping_results_exit(void)
 {
+	wait_var_event(&krping_results_live,
+		       !atomic_read(&krping_results_live));
 	kset_unregister(krping_kset);
 }

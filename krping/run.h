@@ -225,7 +225,6 @@ int krping_bench_wlat(struct krping_run *run);
 int krping_bench_rlat(struct krping_run *run);
 int krping_bench_bw(struct krping_run *run);
 int krping_bench_fr(struct krping_run *run);
-u32 krping_bench_lkey(const struct krping_run *run);
 int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 		      struct ib_cqe *cqe, bool signaled);
 

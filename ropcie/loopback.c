@@ -32,7 +32,7 @@ static void ropcie_segs_put(struct ropcie_segs *s)
 
 	for (i = 0; i < s->n; i++)
 		if (s->seg[i].mr)
-			ropcie_mr_put(s->seg[i].mr);
+			ropcie_mr_leave(s->seg[i].mr);
 	s->n = 0;
 }
 
@@ -57,15 +57,11 @@ static enum ib_wc_status ropcie_segs_get(struct ropcie_qp *qp,
 		if (!sge[i].length)
 			continue;
 		if (sge[i].lkey != dev->ibdev.local_dma_lkey) {
-			mr = ropcie_mr_get(dev, sge[i].lkey);
+			mr = ropcie_mr_access(dev, sge[i].lkey, qp->ibqp.pd,
+					      sge[i].addr, sge[i].length,
+					      sink ? IB_ACCESS_LOCAL_WRITE : 0);
 			if (!mr)
 				goto err;
-			if (mr->ibmr.pd != qp->ibqp.pd ||
-			    !ropcie_mr_covers(mr, sge[i].addr, sge[i].length) ||
-			    (sink && !(mr->access & IB_ACCESS_LOCAL_WRITE))) {
-				ropcie_mr_put(mr);
-				goto err;
-			}
 		}
 		seg->mr = mr;
 		seg->addr = sge[i].addr;
@@ -86,21 +82,13 @@ err:
 /*
  * The target side of a READ or WRITE: @rkey must name a valid MR of the
  * peer's PD with @access that covers [addr, addr + len). Return: the MR,
- * held, or NULL (a remote access error).
+ * held and entered (ropcie_mr_leave()), or NULL (a remote access error).
  */
 static struct ropcie_mr *ropcie_remote_mr(struct ropcie_qp *peer, u32 rkey,
 					  u64 addr, u64 len, int access)
 {
-	struct ropcie_mr *mr = ropcie_mr_get(peer->dev, rkey);
-
-	if (!mr)
-		return NULL;
-	if (mr->ibmr.pd != peer->ibqp.pd || !(mr->access & access) ||
-	    !ropcie_mr_covers(mr, addr, len)) {
-		ropcie_mr_put(mr);
-		return NULL;
-	}
-	return mr;
+	return ropcie_mr_access(peer->dev, rkey, peer->ibqp.pd, addr, len,
+				access);
 }
 
 /* A cursor over a list of segments. */
@@ -224,17 +212,17 @@ static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
 		wc->status = st;
 		return 0;
 	}
-	mutex_lock(&peer->rq_cons_lock);
-	if (READ_ONCE(peer->state) != IB_QPS_RTS) {
-		mutex_unlock(&peer->rq_cons_lock);
+	if (!ropcie_qp_target_enter(peer)) {
 		ropcie_segs_put(&src);
 		wc->status = IB_WC_WR_FLUSH_ERR;
 		return 0;
 	}
+	mutex_lock(&peer->rq_cons_lock);
 	rqe = ropcie_ring_cons_slot(&peer->rq);
 	if (!rqe) {
 		/* Like an infinite RNR retry: wait for the peer's receive. */
 		mutex_unlock(&peer->rq_cons_lock);
+		ropcie_qp_target_leave(peer);
 		ropcie_segs_put(&src);
 		return -EAGAIN;
 	}
@@ -245,7 +233,18 @@ static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
 	} else if (dst.total < src.total) {
 		rst = IB_WC_LOC_LEN_ERR;
 		st = IB_WC_REM_INV_REQ_ERR;
-	} else if (sqe->opcode == IB_WR_SEND_WITH_INV) {
+	} else if (!ropcie_copy(dst.seg, dst.n, src.seg, src.n, src.total,
+				may_sleep)) {
+		rst = IB_WC_LOC_PROT_ERR;
+		st = IB_WC_REM_OP_ERR;
+	}
+	ropcie_segs_put(&dst);
+	/*
+	 * Invalidate once the message is placed, as RDMAP does, and once
+	 * our own hold on the receive's MRs is dropped: the key may name
+	 * one of them, and the invalidation waits for every transfer in it.
+	 */
+	if (st == IB_WC_SUCCESS && sqe->opcode == IB_WR_SEND_WITH_INV) {
 		if (ropcie_mr_invalidate(peer->dev, peer->ibqp.pd,
 					 sqe->inv_rkey)) {
 			rst = IB_WC_LOC_PROT_ERR;
@@ -254,17 +253,11 @@ static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
 			inv = sqe->inv_rkey;
 		}
 	}
-	if (st == IB_WC_SUCCESS &&
-	    !ropcie_copy(dst.seg, dst.n, src.seg, src.n, src.total,
-			 may_sleep)) {
-		rst = IB_WC_LOC_PROT_ERR;
-		st = IB_WC_REM_OP_ERR;
-	}
-	ropcie_segs_put(&dst);
 	todo = ropcie_recv_push(peer, rqe->wr_id, rst, (u32)src.total, inv,
 				sqe->send_flags & IB_SEND_SOLICITED);
 	ropcie_ring_consume(&peer->rq);
 	mutex_unlock(&peer->rq_cons_lock);
+	ropcie_qp_target_leave(peer);
 	ropcie_segs_put(&src);
 
 	ropcie_recv_signal(peer, todo, rst);
@@ -301,7 +294,7 @@ static int ropcie_lo_rdma(struct ropcie_qp *qp, struct ropcie_qp *peer,
 		wc->status = st;
 		return 0;
 	}
-	if (READ_ONCE(peer->state) != IB_QPS_RTS) {
+	if (!ropcie_qp_target_enter(peer)) {
 		ropcie_segs_put(&local);
 		wc->status = IB_WC_WR_FLUSH_ERR;
 		return 0;
@@ -314,6 +307,7 @@ static int ropcie_lo_rdma(struct ropcie_qp *qp, struct ropcie_qp *peer,
 					     read ? IB_ACCESS_REMOTE_READ :
 						    IB_ACCESS_REMOTE_WRITE);
 		if (!remote.mr) {
+			ropcie_qp_target_leave(peer);
 			ropcie_segs_put(&local);
 			wc->status = IB_WC_REM_ACCESS_ERR;
 			return 0;
@@ -324,8 +318,9 @@ static int ropcie_lo_rdma(struct ropcie_qp *qp, struct ropcie_qp *peer,
 		else
 			copied = ropcie_copy(&remote, 1, local.seg, local.n,
 					     local.total, may_sleep);
-		ropcie_mr_put(remote.mr);
+		ropcie_mr_leave(remote.mr);
 	}
+	ropcie_qp_target_leave(peer);
 	ropcie_segs_put(&local);
 	if (!copied) {
 		wc->status = IB_WC_LOC_PROT_ERR;

@@ -11,6 +11,7 @@
 
 #include <linux/math64.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 
 #include "ropcie.h"
 
@@ -128,6 +129,19 @@ int ropcie_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
+/* The MR at the index of @key, held, whatever its key byte; or NULL. */
+static struct ropcie_mr *ropcie_mr_get_index(struct ropcie_dev *dev, u32 key)
+{
+	struct ropcie_mr *mr;
+
+	xa_lock(&dev->mr_xa);
+	mr = xa_load(&dev->mr_xa, key >> 8);
+	if (mr && !refcount_inc_not_zero(&mr->ref))
+		mr = NULL;
+	xa_unlock(&dev->mr_xa);
+	return mr;
+}
+
 /**
  * ropcie_mr_get() - look a key up and hold the MR
  * @dev: the device the key belongs to
@@ -137,13 +151,12 @@ int ropcie_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  */
 struct ropcie_mr *ropcie_mr_get(struct ropcie_dev *dev, u32 key)
 {
-	struct ropcie_mr *mr;
+	struct ropcie_mr *mr = ropcie_mr_get_index(dev, key);
 
-	xa_lock(&dev->mr_xa);
-	mr = xa_load(&dev->mr_xa, key >> 8);
-	if (mr && (READ_ONCE(mr->key) != key || !refcount_inc_not_zero(&mr->ref)))
+	if (mr && READ_ONCE(mr->key) != key) {
+		ropcie_mr_put(mr);
 		mr = NULL;
-	xa_unlock(&dev->mr_xa);
+	}
 	return mr;
 }
 
@@ -153,21 +166,65 @@ void ropcie_mr_put(struct ropcie_mr *mr)
 		complete(&mr->released);
 }
 
-/* Is [addr, addr + len) registered and valid? */
-bool ropcie_mr_covers(const struct ropcie_mr *mr, u64 addr, u64 len)
+/* Is [addr, addr + len) registered? @mr is valid and entered. */
+static bool ropcie_mr_covers(const struct ropcie_mr *mr, u64 addr, u64 len)
 {
 	u64 start = mr->ibmr.iova, size = mr->ibmr.length;
 
-	if (!READ_ONCE(mr->valid))
-		return false;
 	if (mr->dma)
 		return addr + len >= addr;	/* no wrap-around */
 	return addr >= start && len <= size && addr - start <= size - len;
 }
 
 /**
+ * ropcie_mr_access() - look a key up for a transfer and enter the MR
+ * @dev: the device the key belongs to
+ * @key: full lkey or rkey
+ * @pd: the PD the MR must belong to
+ * @addr: start of the range in the MR's address space
+ * @len: length of the range, which the MR must cover
+ * @access: the IB_ACCESS_* flags the MR must have (0: a local source)
+ *
+ * The transfer is counted in @mr->active before the MR's validity is
+ * read, and an invalidation clears the validity before it waits for that
+ * count to drop to zero: one of the two always sees the other.
+ *
+ * Context: any; does not sleep.
+ * Return: the MR, held and entered (ropcie_mr_leave()), or NULL when
+ * the key, PD, validity, access or range does not allow the transfer.
+ */
+struct ropcie_mr *ropcie_mr_access(struct ropcie_dev *dev, u32 key,
+				   struct ib_pd *pd, u64 addr, u64 len,
+				   int access)
+{
+	struct ropcie_mr *mr = ropcie_mr_get(dev, key);
+
+	if (!mr)
+		return NULL;
+	atomic_inc(&mr->active);
+	/* The count, then the validity: pairs with ropcie_mr_invalidate(). */
+	smp_mb__after_atomic();
+	/* Pairs with smp_store_release() in ropcie_mr_register(). */
+	if (!smp_load_acquire(&mr->valid) || mr->ibmr.pd != pd ||
+	    (READ_ONCE(mr->access) & access) != access ||
+	    !ropcie_mr_covers(mr, addr, len)) {
+		ropcie_mr_leave(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+/* End a transfer begun with ropcie_mr_access(); drop the hold. */
+void ropcie_mr_leave(struct ropcie_mr *mr)
+{
+	if (atomic_dec_and_test(&mr->active))
+		wake_up_var(&mr->active);
+	ropcie_mr_put(mr);
+}
+
+/**
  * ropcie_mr_va() - kernel address of a registered address
- * @mr: the MR, covering @addr (ropcie_mr_covers())
+ * @mr: the MR, entered for @addr (ropcie_mr_access())
  * @addr: address in the MR's iova space
  * @contig: set to the bytes contiguous from there
  *
@@ -194,11 +251,55 @@ void *ropcie_mr_va(const struct ropcie_mr *mr, u64 addr, u64 *contig)
 }
 
 /**
+ * ropcie_mr_register() - run a REG_MR work request
+ * @dev: device of the QP
+ * @pd: the QP's PD
+ * @mr: the MR the work request named at post time: compared with what
+ *	the key's index finds now, never followed (the ULP may have
+ *	deregistered it since)
+ * @key: the new key; only its low byte may differ from the MR's
+ * @access: the access rights to grant
+ *
+ * The page list, iova and length were set by ib_map_mr_sg() before the
+ * post; the release on @mr->valid publishes them with the key and access.
+ *
+ * Return: IB_WC_SUCCESS, or IB_WC_MW_BIND_ERR for an MR that is gone,
+ * of another PD, a DMA MR, still valid, or a key of another index.
+ */
+enum ib_wc_status ropcie_mr_register(struct ropcie_dev *dev,
+				     struct ib_pd *pd,
+				     const struct ropcie_mr *mr, u32 key,
+				     int access)
+{
+	struct ropcie_mr *cur = ropcie_mr_get_index(dev, key);
+	enum ib_wc_status st = IB_WC_MW_BIND_ERR;
+
+	if (!cur)
+		return st;
+	if (cur == mr && !cur->dma && cur->ibmr.pd == pd &&
+	    !READ_ONCE(cur->valid)) {
+		WRITE_ONCE(cur->access, access);
+		WRITE_ONCE(cur->key, key);
+		/* Publish all of the above: ropcie_mr_access() acquires. */
+		smp_store_release(&cur->valid, true);
+		st = IB_WC_SUCCESS;
+	}
+	ropcie_mr_put(cur);
+	return st;
+}
+
+/**
  * ropcie_mr_invalidate() - invalidate a fast-reg MR by key
  * @dev: device of the MR
  * @pd: the PD the key must belong to
  * @key: the key
  *
+ * Waits for the transfers that entered the MR before (they passed their
+ * checks and may still be copying): once this returns, none of the MR's
+ * memory is read or written on behalf of the key any more. Transfers
+ * never wait for anything, so the wait is as long as the longest copy.
+ *
+ * Context: task; sleeps. The caller must not have entered the MR.
  * Return: 0, -ENOENT for an unknown key, -EPERM for a DMA MR or another PD.
  */
 int ropcie_mr_invalidate(struct ropcie_dev *dev, struct ib_pd *pd, u32 key)
@@ -206,12 +307,16 @@ int ropcie_mr_invalidate(struct ropcie_dev *dev, struct ib_pd *pd, u32 key)
 	struct ropcie_mr *mr = ropcie_mr_get(dev, key);
 	int ret = 0;
 
+	might_sleep();
 	if (!mr)
 		return -ENOENT;
-	if (mr->dma || mr->ibmr.pd != pd)
+	if (mr->dma || mr->ibmr.pd != pd) {
 		ret = -EPERM;
-	else
+	} else {
 		WRITE_ONCE(mr->valid, false);
+		smp_mb();	/* the store above, then the count: see access */
+		wait_var_event(&mr->active, !atomic_read(&mr->active));
+	}
 	ropcie_mr_put(mr);
 	return ret;
 }

@@ -14,6 +14,7 @@
 
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 
 #include "ropcie.h"
 
@@ -92,6 +93,43 @@ bool ropcie_qp_to_rts(struct ropcie_qp *qp)
 	return ok;
 }
 
+/**
+ * ropcie_qp_target_enter() - begin a transfer into or out of @qp's memory
+ * @qp: the target QP, the initiator's peer
+ *
+ * Counted before the state is read; a move to error stores the state
+ * before the flush waits for the count (ropcie_qp_wait_inbound()): one
+ * of the two always sees the other.
+ *
+ * Return: true when @qp is in RTS (end with ropcie_qp_target_leave()).
+ */
+bool ropcie_qp_target_enter(struct ropcie_qp *qp)
+{
+	atomic_inc(&qp->inbound);
+	/* The count, then the state: pairs with ropcie_qp_wait_inbound(). */
+	smp_mb__after_atomic();
+	if (READ_ONCE(qp->state) == IB_QPS_RTS)
+		return true;
+	ropcie_qp_target_leave(qp);
+	return false;
+}
+
+void ropcie_qp_target_leave(struct ropcie_qp *qp)
+{
+	if (atomic_dec_and_test(&qp->inbound))
+		wake_up_var(&qp->inbound);
+}
+
+/*
+ * Wait for the peer's transfers that found @qp in RTS, once it left RTS:
+ * as long as the longest copy, since transfers wait for nothing.
+ */
+static void ropcie_qp_wait_inbound(struct ropcie_qp *qp)
+{
+	smp_mb();	/* the state the caller saw, then the count */
+	wait_var_event(&qp->inbound, !atomic_read(&qp->inbound));
+}
+
 static enum ib_wc_opcode ropcie_wc_opcode(enum ib_wr_opcode op)
 {
 	switch (op) {
@@ -130,6 +168,8 @@ static void ropcie_flush(struct ropcie_qp *qp)
 	struct ropcie_sqe *sqe;
 	struct ropcie_rqe *rqe;
 
+	/* ib_drain_qp()'s completions must mean that no byte moves. */
+	ropcie_qp_wait_inbound(qp);
 	while ((sqe = ropcie_ring_cons_slot(&qp->sq))) {
 		struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
 
@@ -182,19 +222,11 @@ static struct ropcie_qp *ropcie_qp_peer(struct ropcie_qp *qp)
 static enum ib_wc_status ropcie_local_op(struct ropcie_qp *qp,
 					 const struct ropcie_sqe *sqe)
 {
-	struct ropcie_mr *mr = sqe->reg_mr;
-
 	if (sqe->opcode == IB_WR_LOCAL_INV)
 		return ropcie_mr_invalidate(qp->dev, qp->ibqp.pd, sqe->inv_rkey) ?
 		       IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS;
-	/* IB_WR_REG_MR: the key may change its low byte only. */
-	if (!mr || mr->dma || mr->ibmr.pd != qp->ibqp.pd ||
-	    (sqe->reg_key >> 8) != (mr->key >> 8) || READ_ONCE(mr->valid))
-		return IB_WC_MW_BIND_ERR;
-	WRITE_ONCE(mr->access, sqe->reg_access);
-	WRITE_ONCE(mr->key, sqe->reg_key);
-	WRITE_ONCE(mr->valid, true);
-	return IB_WC_SUCCESS;
+	return ropcie_mr_register(qp->dev, qp->ibqp.pd, sqe->reg_mr,
+				  sqe->reg_key, sqe->reg_access);
 }
 
 /*
@@ -529,6 +561,7 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		while (atomic_cmpxchg_acquire(&qp->sq_owner, ROPCIE_SQ_FREE,
 					      ROPCIE_SQ_OWNED) != ROPCIE_SQ_FREE)
 			cond_resched();
+		ropcie_qp_wait_inbound(qp);
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		qp->sq.tail = qp->sq.head;
 		spin_unlock_irqrestore(&qp->sq_lock, flags);

@@ -70,10 +70,20 @@ struct ropcie_mr {
 	struct ib_mr ibmr;
 	refcount_t ref;			/* lookups in flight + 1 */
 	struct completion released;
+	/*
+	 * Transfers between ropcie_mr_access() and ropcie_mr_leave(): an
+	 * invalidation waits for them, so no byte moves once it completed.
+	 */
+	atomic_t active;
 	u32 key;			/* current full key (lkey == rkey) */
 	int access;
 	bool dma;			/* get_dma_mr: all of kernel memory */
-	bool valid;			/* fast-reg: registered, not invalidated */
+	/*
+	 * Fast-reg: registered, not invalidated. Set with release by REG_MR
+	 * and read with acquire by a transfer: what map_mr_sg and REG_MR
+	 * wrote (iova, length, page list, fbo, access) is seen with it.
+	 */
+	bool valid;
 	u64 *pages;			/* fast-reg page list (kernel VAs) */
 	u32 npages, max_pages;
 	u64 fbo;			/* offset of iova in pages[0] */
@@ -88,7 +98,7 @@ struct ropcie_sqe {
 	u32 rkey;
 	u32 inv_rkey;			/* SEND/READ_WITH_INV, LOCAL_INV */
 	u64 remote_addr;
-	struct ropcie_mr *reg_mr;	/* IB_WR_REG_MR */
+	struct ropcie_mr *reg_mr;	/* IB_WR_REG_MR: compared, not followed */
 	u32 reg_key;
 	int reg_access;
 	u64 t_post;			/* profile: post_send entry, or 0 */
@@ -134,6 +144,12 @@ struct ropcie_qp {
 	 */
 	atomic_t sq_owner;
 	atomic64_t prof_write;		/* profile: a WRITE to here began, ns */
+	/*
+	 * Transfers of the peer into or out of this QP's memory (SEND,
+	 * WRITE, READ) that found it in RTS; the flush of a QP in error
+	 * waits for them, so ib_drain_qp() means no byte moves any more.
+	 */
+	atomic_t inbound;
 
 	/* Under ropcie_fabric_lock: */
 	bool claimed;			/* a connection request is in flight */
@@ -241,8 +257,15 @@ int ropcie_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
 int ropcie_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct ropcie_mr *ropcie_mr_get(struct ropcie_dev *dev, u32 key);
 void ropcie_mr_put(struct ropcie_mr *mr);
-bool ropcie_mr_covers(const struct ropcie_mr *mr, u64 addr, u64 len);
+struct ropcie_mr *ropcie_mr_access(struct ropcie_dev *dev, u32 key,
+				   struct ib_pd *pd, u64 addr, u64 len,
+				   int access);
+void ropcie_mr_leave(struct ropcie_mr *mr);
 void *ropcie_mr_va(const struct ropcie_mr *mr, u64 addr, u64 *contig);
+enum ib_wc_status ropcie_mr_register(struct ropcie_dev *dev,
+				     struct ib_pd *pd,
+				     const struct ropcie_mr *mr, u32 key,
+				     int access);
 int ropcie_mr_invalidate(struct ropcie_dev *dev, struct ib_pd *pd, u32 key);
 
 /* qp.c */
@@ -262,6 +285,8 @@ void ropcie_qp_put(struct ropcie_qp *qp);
 void ropcie_qp_kick(struct ropcie_qp *qp);
 void ropcie_qp_set_error(struct ropcie_qp *qp);
 bool ropcie_qp_to_rts(struct ropcie_qp *qp);
+bool ropcie_qp_target_enter(struct ropcie_qp *qp);
+void ropcie_qp_target_leave(struct ropcie_qp *qp);
 void ropcie_iw_add_ref(struct ib_qp *ibqp);
 void ropcie_iw_rem_ref(struct ib_qp *ibqp);
 struct ib_qp *ropcie_iw_get_qp(struct ib_device *ibdev, int qpn);

@@ -282,9 +282,12 @@ static int rt_poll(struct ib_cq *cq, struct ib_wc *wc)
 	return -ETIMEDOUT;
 }
 
-/* Register the first page of @buf on the server with @access. */
-static struct ib_mr *rt_reg(struct rt_pair *p, void *buf, int access,
-			    struct scatterlist *sg)
+/*
+ * Register the first @len bytes (whole pages) of the physically
+ * contiguous @buf on the server with @access.
+ */
+static struct ib_mr *rt_reg(struct rt_pair *p, void *buf, u32 len,
+			    int access, struct scatterlist *sg)
 {
 	struct ib_device *dev = p->srv->device;
 	struct ib_reg_wr reg = {};
@@ -292,10 +295,10 @@ static struct ib_mr *rt_reg(struct rt_pair *p, void *buf, int access,
 	struct ib_mr *mr;
 	int ret;
 
-	sg_init_one(sg, buf, PAGE_SIZE);
+	sg_init_one(sg, buf, len);
 	if (ib_dma_map_sg(dev, sg, 1, DMA_BIDIRECTIONAL) != 1)
 		return ERR_PTR(-EIO);
-	mr = ib_alloc_mr(p->spd, IB_MR_TYPE_MEM_REG, 1);
+	mr = ib_alloc_mr(p->spd, IB_MR_TYPE_MEM_REG, len / PAGE_SIZE);
 	if (IS_ERR(mr))
 		goto unmap;
 	ret = ib_map_mr_sg(mr, sg, 1, NULL, PAGE_SIZE);
@@ -420,7 +423,7 @@ static void rt_remote_case(enum rt_kind kind)
 		rt_result(name, 1, why);
 		goto out_mem;
 	}
-	mr = rt_reg(p, sbuf, access, &sg);
+	mr = rt_reg(p, sbuf, PAGE_SIZE, access, &sg);
 	if (IS_ERR(mr)) {
 		snprintf(why, sizeof(why), "REG_MR failed: %ld", PTR_ERR(mr));
 		rt_result(name, 1, why);
@@ -513,6 +516,261 @@ out_mem:
 	kfree(cbuf);
 	if (sbuf)
 		free_pages((unsigned long)sbuf, 1);
+}
+
+/*
+ * Revoking access while a transfer is in flight. WRITEs of a few MiB
+ * each from the client into a fast-reg MR of the server, back to back,
+ * pass their checks and place data; the server then ends the access:
+ * LOCAL_INV of the MR, or its QP moved to error and drained (a flushed
+ * marker, as ib_drain_qp() posts). Once that completes the server reuses
+ * the memory (zeroes it): no byte of a WRITE may land after that.
+ */
+enum rt_revoke { RT_REVOKE_INV, RT_REVOKE_ERR };
+
+#define RT_BIG_ORDER	10	/* 4 MiB per WRITE */
+#define RT_REVOKE_WRITES 8	/* back to back: the worker keeps copying */
+#define RT_REVOKE_ROUNDS 5
+
+/* Poll @cq until the completion of @wr_id, bounded; others are dropped. */
+static int rt_poll_id(struct ib_cq *cq, u64 wr_id, struct ib_wc *wc)
+{
+	unsigned long end = jiffies + RT_TIMEOUT;
+
+	while (time_before(jiffies, end)) {
+		if (ib_poll_cq(cq, 1, wc) == 1) {
+			if (wc->wr_id == wr_id)
+				return 0;
+			continue;
+		}
+		usleep_range(100, 500);
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * One round. Return: 1 when a WRITE was still to complete as the
+ * revocation was posted, 0 when none was (no verdict), or a negative
+ * errno with @why filled: -EBUSY when a WRITE never completed, so the
+ * buffers may still be written.
+ */
+static int rt_revoke_round(enum rt_revoke how, u8 *sbuf, u8 *cbuf, u32 len,
+			   char *why, size_t wlen)
+{
+	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_ERR };
+	struct ib_send_wr end = {
+		.wr_id = 100,
+		.opcode = how == RT_REVOKE_INV ? IB_WR_LOCAL_INV : IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	struct ib_rdma_wr wr[RT_REVOKE_WRITES] = {};
+	struct ib_sge sge = { .length = len };
+	unsigned int i, done = 0;
+	unsigned long deadline;
+	struct scatterlist sg;
+	bool in_flight;
+	struct rt_pair *p;
+	struct ib_wc wc;
+	struct ib_mr *mr;
+	int ret;
+
+	p = rt_pair_create();
+	if (IS_ERR(p)) {
+		snprintf(why, wlen, "no connection: %ld", PTR_ERR(p));
+		return PTR_ERR(p);
+	}
+	mr = rt_reg(p, sbuf, len, access, &sg);
+	if (IS_ERR(mr)) {
+		snprintf(why, wlen, "REG_MR failed: %ld", PTR_ERR(mr));
+		ret = PTR_ERR(mr);
+		goto out_pair;
+	}
+	memset(sbuf, 0, len);
+	memset(cbuf, RT_DATA, len);
+	sge.addr = ib_dma_map_single(p->cli->device, cbuf, len,
+				     DMA_BIDIRECTIONAL);
+	sge.lkey = p->cpd->local_dma_lkey;
+	for (i = 0; i < RT_REVOKE_WRITES; i++) {
+		wr[i].wr.wr_id = i;
+		wr[i].wr.opcode = IB_WR_RDMA_WRITE;
+		wr[i].wr.send_flags = IB_SEND_SIGNALED;
+		wr[i].wr.sg_list = &sge;
+		wr[i].wr.num_sge = 1;
+		wr[i].wr.next = i + 1 < RT_REVOKE_WRITES ? &wr[i + 1].wr : NULL;
+		wr[i].remote_addr = mr->iova;
+		wr[i].rkey = mr->rkey;
+	}
+	end.ex.invalidate_rkey = mr->rkey;
+
+	ret = ib_post_send(p->cli->qp, &wr[0].wr, NULL);
+	if (ret) {
+		snprintf(why, wlen, "WRITE post failed: %d", ret);
+		goto out_unmap;
+	}
+	/* Wait for the first bytes to land: the checks are behind them. */
+	deadline = jiffies + RT_TIMEOUT;
+	while (READ_ONCE(sbuf[0]) != RT_DATA && time_before(jiffies, deadline))
+		cpu_relax();
+	while (ib_poll_cq(p->ccq, 1, &wc) == 1)
+		done++;
+	in_flight = READ_ONCE(sbuf[0]) == RT_DATA && done < RT_REVOKE_WRITES;
+	if (how == RT_REVOKE_ERR)
+		ret = ib_modify_qp(p->srv->qp, &qa, IB_QP_STATE);
+	if (!ret)
+		ret = ib_post_send(p->srv->qp, &end, NULL);
+	if (!ret)
+		ret = rt_poll_id(p->scq, end.wr_id, &wc);
+	if (ret) {
+		snprintf(why, wlen, "revocation failed: %d", ret);
+		goto out_writes;
+	}
+	/* LOCAL_INV succeeds; the marker on a QP in error is flushed. */
+	if (wc.status != (how == RT_REVOKE_INV ? IB_WC_SUCCESS :
+						 IB_WC_WR_FLUSH_ERR)) {
+		snprintf(why, wlen, "revocation completed with %s",
+			 ib_wc_status_msg(wc.status));
+		ret = -EIO;
+		goto out_writes;
+	}
+	memset(sbuf, 0, len);
+out_writes:
+	/* Every WRITE completes: placed, refused or flushed. */
+	if (done < RT_REVOKE_WRITES &&
+	    rt_poll_id(p->ccq, RT_REVOKE_WRITES - 1, &wc)) {
+		/* The buffers cannot be freed while one may run: keep them. */
+		snprintf(why, wlen, "a WRITE never completed");
+		ret = -EBUSY;
+		goto out_unmap;
+	}
+	if (!ret && !rt_all(sbuf, len, 0)) {
+		snprintf(why, wlen,
+			 "a WRITE kept placing data after the %s completed",
+			 how == RT_REVOKE_INV ? "LOCAL_INV" : "drain");
+		ret = -EIO;
+	}
+	if (!ret)
+		ret = in_flight;
+out_unmap:
+	ib_dma_unmap_single(p->cli->device, sge.addr, len, DMA_BIDIRECTIONAL);
+	ib_dereg_mr(mr);
+	ib_dma_unmap_sg(p->srv->device, &sg, 1, DMA_BIDIRECTIONAL);
+out_pair:
+	rt_pair_destroy(p);
+	return ret;
+}
+
+static void rt_revoke(enum rt_revoke how)
+{
+	const char *name = how == RT_REVOKE_INV ? "local_inv_waits_for_write" :
+						  "drain_waits_for_write";
+	u32 len = PAGE_SIZE << RT_BIG_ORDER;
+	u8 *sbuf, *cbuf;
+	char why[96] = "";
+	int i, ret = 0;
+
+	sbuf = (u8 *)__get_free_pages(GFP_KERNEL | __GFP_NOWARN, RT_BIG_ORDER);
+	cbuf = (u8 *)__get_free_pages(GFP_KERNEL | __GFP_NOWARN, RT_BIG_ORDER);
+	if (!sbuf || !cbuf) {
+		rt_result(name, -ENOMEM, "no 4 MiB of contiguous memory");
+		goto out;
+	}
+	for (i = 0; i < RT_REVOKE_ROUNDS; i++) {
+		ret = rt_revoke_round(how, sbuf, cbuf, len, why, sizeof(why));
+		if (ret == -EBUSY) {
+			/* Leak the buffers rather than free them under a copy. */
+			rt_result(name, ret, why);
+			return;
+		}
+		if (ret)
+			break;
+	}
+	if (ret < 0)
+		rt_result(name, ret, why);
+	else if (!ret)
+		rt_result(name, 1, "the WRITE never overlapped the revocation");
+	else
+		rt_result(name, 0, NULL);
+out:
+	if (sbuf)
+		free_pages((unsigned long)sbuf, RT_BIG_ORDER);
+	if (cbuf)
+		free_pages((unsigned long)cbuf, RT_BIG_ORDER);
+}
+
+/*
+ * A REG_MR whose MR is deregistered while it waits in the SQ (behind a
+ * SEND that has no receive yet) must fail with MW_BIND_ERR, and must not
+ * touch the freed MR (KASAN watches on the debug kernel).
+ */
+static void rt_reg_after_dereg(void)
+{
+	const char *name = "reg_mr_after_dereg";
+	struct ib_send_wr send = {
+		.wr_id = 5,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	struct ib_recv_wr recv = { .wr_id = 7 };
+	struct ib_reg_wr reg = {
+		.wr = {
+			.wr_id = 6,
+			.opcode = IB_WR_REG_MR,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.access = IB_ACCESS_LOCAL_WRITE,
+	};
+	struct scatterlist sg;
+	struct rt_pair *p;
+	struct ib_wc wc;
+	struct ib_mr *mr;
+	char why[96];
+	void *buf;
+	int ret;
+
+	buf = (void *)__get_free_page(GFP_KERNEL);
+	if (!buf) {
+		rt_result(name, -ENOMEM, "no memory");
+		return;
+	}
+	p = rt_pair_create();
+	if (IS_ERR(p)) {
+		snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
+		rt_result(name, 1, why);
+		goto out_buf;
+	}
+	sg_init_one(&sg, buf, PAGE_SIZE);
+	mr = ib_alloc_mr(p->spd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(mr) || ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE) != 1) {
+		rt_result(name, 1, "cannot set up the MR");
+		if (!IS_ERR(mr))
+			ib_dereg_mr(mr);
+		goto out_pair;
+	}
+	reg.mr = mr;
+	reg.key = mr->rkey;
+	ret = ib_post_send(p->srv->qp, &send, NULL);
+	if (!ret)
+		ret = ib_post_send(p->srv->qp, &reg.wr, NULL);
+	ib_dereg_mr(mr);
+	if (!ret)
+		ret = ib_post_recv(p->cli->qp, &recv, NULL);
+	if (!ret)
+		ret = rt_poll_id(p->scq, reg.wr.wr_id, &wc);
+	if (ret) {
+		snprintf(why, sizeof(why), "post/poll failed: %d", ret);
+		rt_result(name, 1, why);
+	} else if (wc.status != IB_WC_MW_BIND_ERR) {
+		snprintf(why, sizeof(why), "REG_MR completed with %s",
+			 ib_wc_status_msg(wc.status));
+		rt_result(name, 1, why);
+	} else {
+		rt_result(name, 0, NULL);
+	}
+out_pair:
+	rt_pair_destroy(p);
+out_buf:
+	free_page((unsigned long)buf);
 }
 
 /* Posting to a QP that is not connected: RESET and INIT refuse work. */
@@ -1064,7 +1322,7 @@ static void rt_cross_device(void)
 		rt_result(name, 1, why);
 		goto out_pair;
 	}
-	mr = rt_reg(p, sbuf, access, &sg);
+	mr = rt_reg(p, sbuf, PAGE_SIZE, access, &sg);
 	if (IS_ERR(mr)) {
 		rt_result(name, 1, "REG_MR failed");
 		goto out_pair;
@@ -1253,6 +1511,9 @@ static int __init rt_init(void)
 	for (k = RT_OK; k <= RT_NO_READ; k++)
 		rt_remote_case(k);
 	rt_wrong_state();
+	rt_revoke(RT_REVOKE_INV);
+	rt_revoke(RT_REVOKE_ERR);
+	rt_reg_after_dereg();
 	rt_cq_overflow();
 	rt_lost_request();
 	rt_recv_order();

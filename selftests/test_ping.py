@@ -289,6 +289,34 @@ def test_verbose_escapes_what_is_not_printable(pool):
     assert lines and lines[0].endswith("rdma-ping-0: AB\\x5c0"), lines
 
 
+@pytest.mark.parametrize("test", ["ping", "wlat"])
+def test_reg_mode_advertises_no_kernel_address(pool, dyndbg, test):
+    """mem_mode=reg: the address a side advertises with its rkey is an
+    offset in the registered pages, not the buffer's kernel address (a
+    peer must not learn where the kernel keeps its memory)."""
+    if not dyndbg:
+        pytest.skip("no dynamic debug: the advertisement is a pr_debug")
+    log = krping.Kmsg()
+    try:
+        if test == "ping":
+            srv, cli = ping_pair(pool, 2, 4096, mem_mode="reg")
+        else:
+            srv, cli = pool.pair(test="wlat", count=4, size=4096,
+                                 mem_mode="reg")
+            assert run_pair(srv, cli) == ("done", "done"), cli.describe()
+        lines = [l for l in log.read() if "advertises addr" in l]
+    finally:
+        log.close()
+    # a ping's server advertises nothing: it reads and writes the
+    # client's buffers
+    for side in (srv, cli) if test != "ping" else (cli,):
+        addrs = [int(l.split("advertises addr ")[1].split()[0], 16)
+                 for l in lines if f": {side.name}: advertises addr " in l]
+        assert addrs, f"{side.name} advertised nothing: {lines}"
+        # at most the offset in a page of the largest size krping uses
+        assert all(a < (1 << 30) for a in addrs), lines
+
+
 @pytest.mark.parametrize("server_count", [5, 0])
 def test_ping_server_disconnects_first(pool, dyndbg, server_count):
     """Two krping sides agree in their hello that the server disconnects

@@ -302,7 +302,9 @@ def test_ropcie_refused_without_listener(pool):
 VERBS_CASES = ("valid_write_and_read", "bad_rkey_write", "stale_key_byte_read",
                "wrong_pd_write", "out_of_bounds_write", "out_of_bounds_read",
                "write_without_remote_write", "read_without_remote_read",
-               "post_in_wrong_state", "cq_overflow", "lost_connect_request",
+               "post_in_wrong_state", "local_inv_waits_for_write",
+               "drain_waits_for_write", "reg_mr_after_dereg",
+               "cq_overflow", "lost_connect_request",
                "recv_order_after_flush",
                "cross_device_write_read", "ring_stress_smp")
 
