@@ -188,14 +188,10 @@ int ropcie_iw_destroy_listen(struct iw_cm_id *cm_id)
  */
 static int ropcie_qp_free_for_conn(const struct ropcie_qp *qp)
 {
-	enum ib_qp_state state = READ_ONCE(qp->state);
-
 	lockdep_assert_held(&ropcie_fabric_lock);
 	if (qp->peer || qp->cm_id || qp->claimed)
 		return -EBUSY;
-	if (state != IB_QPS_INIT && state != IB_QPS_RTR)
-		return -EINVAL;
-	return 0;
+	return ropcie_qp_connectable(qp) ? 0 : -EINVAL;
 }
 
 /* Take a request out of the table: its answer is ours to give. */

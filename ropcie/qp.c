@@ -48,12 +48,8 @@ void ropcie_iw_rem_ref(struct ib_qp *ibqp)
 struct ib_qp *ropcie_iw_get_qp(struct ib_device *ibdev, int qpn)
 {
 	struct ropcie_qp *qp = xa_load(&to_rdev(ibdev)->qp_xa, qpn);
-	enum ib_qp_state state;
 
-	if (!qp)
-		return NULL;
-	state = READ_ONCE(qp->state);
-	if (state != IB_QPS_INIT && state != IB_QPS_RTR)
+	if (!qp || !ropcie_qp_connectable(qp))
 		return NULL;
 	return &qp->ibqp;
 }

@@ -162,6 +162,14 @@ struct ropcie_qp {
 #define ROPCIE_SQ_OWNED		1
 #define ROPCIE_SQ_WANTED	2	/* owned; the worker waits for it */
 
+/* Only a QP in INIT or RTR may take part in a new connection. */
+static inline bool ropcie_qp_connectable(const struct ropcie_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	return state == IB_QPS_INIT || state == IB_QPS_RTR;
+}
+
 static inline struct ropcie_dev *to_rdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct ropcie_dev, ibdev);

@@ -22,17 +22,18 @@ tb_die() { tb_log "error: $*"; exit 1; }
 
 # tb_kver SERIES|RELEASE: print the newest installed kernel release of a
 # series (e.g. 6.12 -> 6.12.117+deb12-amd64) that has modules, headers and
-# a bootable image. The series "debug" is the test bed's own debug kernel
-# (6.12.<n>-kdebug, see debug-kernel.sh), never picked for "6.12". A full release name is checked and echoed back.
+# a bootable image. The series "debug" and "kcsan" are the test bed's own
+# debug kernels (6.12.<n>-kdebug and 6.12.<n>-kcsan, see debug-kernel.sh),
+# never picked for "6.12". A full release name is checked and echoed back.
 # Versions move with every Debian point release, so never hard-code them.
 tb_kver() {
 	local want=$1 dir rel best=
 	for dir in /lib/modules/*/; do
 		rel=$(basename "$dir")
 		case "$want:$rel" in
-		debug:*-kdebug) ;;	# scripts/testbed/debug-kernel.sh
-		*-kdebug:*) [[ $rel == "$want" ]] || continue ;;
-		*:*-kdebug) continue ;;	# only when asked for
+		debug:*-kdebug | kcsan:*-kcsan) ;;	# scripts/testbed/debug-kernel.sh
+		*-kdebug:* | *-kcsan:*) [[ $rel == "$want" ]] || continue ;;
+		*:*-kdebug | *:*-kcsan) continue ;;	# only when asked for
 		"$want:$want" | "$want:$want".* | "$want:$want"-*) ;;
 		*) continue ;;
 		esac
@@ -51,5 +52,5 @@ tb_kver() {
 tb_now() { date +%s.%N; }
 tb_elapsed() { awk -v a="$1" -v b="$(tb_now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-# tb_is_debug RELEASE: is it the test bed's debug kernel?
-tb_is_debug() { [[ $1 == *-kdebug ]]; }
+# tb_is_debug RELEASE: is it one of the test bed's debug kernels?
+tb_is_debug() { [[ $1 == *-kdebug || $1 == *-kcsan ]]; }

@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Allocation-failure injection: each allocation our modules make on the
+paths a user drives fails once, in turn, and each failure must end
+cleanly: an errno in a session's error, a refused write or mkdir, a
+failed insmod or `rdma link add`; never a hang, an oops, a WARN, a
+KASAN or UBSAN report, or (checked by the stage after the run) a leak.
+
+failslab's stack filter limits the failures to allocations with one
+module's code on the stack (lib/faults.py): rdma_krping for sessions of
+every test type (configfs, the session thread's setup, connecting,
+each benchmark's own buffers), ropcie for its device and its verbs and
+connection setup under a ping, the whole module area for loading a
+module (its init). Page allocations (fail_page_alloc) are not walked:
+the kernel answers each failed one with a stack dump (warn_alloc) that
+the test bed's log check cannot tell from a real splat.
+
+The debug kernel only; the debug-siw stage runs it (over siw, and over
+ropcie's own device). Each walk prints how many points it walked.
+"""
+
+import os
+import subprocess
+
+import pytest
+
+from lib import faults, krping
+from lib import ropcie as rp
+
+WHY = faults.unavailable()
+pytestmark = pytest.mark.skipif(WHY is not None, reason=f"{WHY}")
+
+# How long a run may take before it counts as hung; a connection that
+# lost its peer to an injected failure is refused or times out sooner.
+RUN_TIMEOUT = krping.TIMEOUT
+SIZE = {"ping": 64, "wlat": 64, "rlat": 64, "bw": 4096, "fr": 4096}
+LIMIT = 400             # allocation points a walk may find
+
+
+def kernel_clean(log, what):
+    bad = krping.kernel_bug_lines(log.read())
+    assert not bad, f"{what}: {bad}"
+
+
+def error_of(e):
+    """errno name of a refused configfs or sysfs write."""
+    while e is not None and not isinstance(e, OSError):
+        e = e.__cause__
+    return krping.errname(e.errno) if e is not None else "?"
+
+
+def pair_scenario(test, addr, device=None):
+    """A client and a server of test over addr, count 2; returns how
+    the run ended, asserting that it ended cleanly."""
+    def run():
+        pool = krping.SessionPool()
+        log = krping.Kmsg()
+        try:
+            try:
+                srv, cli = pool.pair(count=2, size=SIZE[test], test=test,
+                                     addr=addr, validate=1)
+            except (OSError, krping.KrpingError) as e:
+                return f"setup refused: {error_of(e)}"
+            if srv.try_start():
+                return "server start refused"
+            st = srv.wait_state(("listening",) + krping.TERMINAL,
+                                RUN_TIMEOUT)
+            if st != "listening":
+                assert st == "failed" and srv.error < 0, srv.describe()
+                return "server failed before listening"
+            if cli.try_start():
+                srv.stop()
+                return "client start refused"
+            cst = cli.wait_end(RUN_TIMEOUT)
+            if cst == "failed":
+                assert cli.error < 0, cli.describe()
+                # The server may wait for a client that gave up: stop it.
+                if srv.wait_state(krping.TERMINAL + ("listening",),
+                                  RUN_TIMEOUT) == "listening":
+                    srv.stop()
+                sst = srv.wait_end(RUN_TIMEOUT)
+            else:
+                sst = srv.wait_end(RUN_TIMEOUT)
+            for s, state in ((srv, sst), (cli, cst)):
+                if state == "failed":
+                    assert s.error < 0, s.describe()
+                else:
+                    assert state in ("done", "stopped") and s.error == 0, \
+                        s.describe()
+            if device and sst == cst == "done":
+                assert srv.device == device, srv.describe()
+            return f"server {sst}, client {cst}"
+        finally:
+            problems = pool.cleanup()
+            kernel_clean(log, f"{test} over {addr}")
+            log.close()
+            assert not problems, problems
+    return run
+
+
+@pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw", "fr"])
+def test_session_allocations(test):
+    """Every allocation with rdma_krping on the stack, of creating,
+    configuring, starting and connecting a pair of test, and of the
+    benchmark's own setup, fails in turn."""
+    inj = faults.Injector()
+    scenario = pair_scenario(test, krping.SERVER_ADDR)
+    points, outcomes = faults.walk(inj, faults.module_text(krping.MODULE),
+                                   scenario, LIMIT)
+    print(f"{test}: {points} allocation points walked, {inj.injected} "
+          f"failures injected: {outcomes}")
+    assert points > 0, "no allocation was filtered: is the filter right?"
+    # Afterwards the same run works.
+    assert scenario() == "server done, client done"
+
+
+@pytest.fixture
+def ropcie_device():
+    if not krping.module_loaded("ropcie"):
+        pytest.skip("ropcie not loaded (vm-run loads it with ROPCIE_KO)")
+    rp.ensure_setup()
+    yield
+    rp.teardown_setup()
+
+
+def test_ropcie_allocations(ropcie_device):
+    """Every allocation with ropcie on the stack while a ping pair runs
+    over ropcie0: its PD, CQ, QP and MR setup and its connection
+    handling."""
+    inj = faults.Injector()
+    scenario = pair_scenario("ping", rp.ADDR, device=rp.ROPCIE_DEV)
+    points, outcomes = faults.walk(inj, faults.module_text("ropcie"),
+                                   scenario, LIMIT)
+    print(f"ropcie ping: {points} allocation points walked, "
+          f"{inj.injected} failures injected: {outcomes}")
+    assert points > 0
+    assert scenario() == "server done, client done"
+
+
+FAULT_DEV, FAULT_NETDEV = "ropcief0", "rpf0"
+
+
+def link_add_scenario():
+    """`rdma link add` of a ropcie device; it either appears whole (and
+    is deleted again) or not at all."""
+    log = krping.Kmsg()
+    try:
+        cp = subprocess.run(["rdma", "link", "add", FAULT_DEV, "type",
+                             "ropcie", "netdev", FAULT_NETDEV],
+                            capture_output=True, text=True,
+                            timeout=krping.SHORT_TIMEOUT)
+        there = rp.link_exists(FAULT_DEV)
+        if cp.returncode:
+            assert not there, f"failed add left {FAULT_DEV}: {cp.stderr}"
+            return "add refused"
+        assert there, "rdma link add succeeded without a device"
+        rp.sh("rdma", "link", "delete", FAULT_DEV)
+        assert not rp.link_exists(FAULT_DEV)
+        return "added"
+    finally:
+        kernel_clean(log, "rdma link add")
+        log.close()
+
+
+def test_ropcie_link_add_allocations(ropcie_device):
+    """Every allocation with ropcie on the stack of `rdma link add`."""
+    rp.sh("ip", "link", "add", FAULT_NETDEV, "type", "dummy")
+    rp.sh("ip", "link", "set", FAULT_NETDEV, "up")
+    try:
+        inj = faults.Injector()
+        points, outcomes = faults.walk(inj, faults.module_text("ropcie"),
+                                       link_add_scenario, LIMIT)
+        print(f"rdma link add: {points} allocation points walked, "
+              f"{inj.injected} failures injected: {outcomes}")
+        assert points > 0
+        assert link_add_scenario() == "added"
+    finally:
+        rp.sh("rdma", "link", "delete", FAULT_DEV, check=False)
+        rp.sh("ip", "link", "del", FAULT_NETDEV, check=False)
+
+
+def load_scenario(name, ko, present):
+    """insmod ko (after rmmod name): it either loads whole or fails and
+    leaves nothing of it."""
+    def run():
+        log = krping.Kmsg()
+        try:
+            cp = subprocess.run(["insmod", ko], capture_output=True,
+                                text=True, timeout=krping.SHORT_TIMEOUT)
+            loaded = krping.module_loaded(name)
+            if cp.returncode:
+                assert not loaded, f"failed insmod left {name} loaded"
+                for p in present:
+                    assert not os.path.exists(p), f"failed insmod left {p}"
+                return "insmod refused"
+            assert loaded
+            for p in present:
+                assert os.path.exists(p), f"insmod succeeded without {p}"
+            assert krping.delete_module(name) == 0, f"rmmod {name}"
+            return "loaded"
+        finally:
+            kernel_clean(log, f"insmod {name}")
+            log.close()
+    return run
+
+
+@pytest.mark.destructive
+@pytest.mark.parametrize("name", ["rdma_krping", "ropcie"])
+def test_module_load_allocations(name):
+    """Every allocation of loading the module (its init, and what the
+    RDMA core does for it there) fails in turn. The module is loaded
+    again afterwards."""
+    env = "KRPING_KO" if name == "rdma_krping" else "ROPCIE_KO"
+    ko = os.environ.get(env, "")
+    if not ko or not os.path.exists(ko):
+        pytest.skip(f"{env} not set: cannot load {name} again")
+    present = {"rdma_krping": ["/sys/kernel/config/krping",
+                               "/sys/kernel/krping"],
+               "ropcie": []}[name]
+    if name == "ropcie":
+        rp.teardown_setup()
+    if krping.module_loaded(name):
+        assert krping.delete_module(name) == 0, f"rmmod {name}"
+    inj = faults.Injector()
+    try:
+        points, outcomes = faults.walk(inj, faults.MODULE_AREA,
+                                       load_scenario(name, ko, present),
+                                       LIMIT)
+        print(f"insmod {name}: {points} allocation points walked, "
+              f"{inj.injected} failures injected: {outcomes}")
+        assert points > 0
+    finally:
+        if not krping.module_loaded(name):
+            subprocess.run(["insmod", ko], check=True,
+                           timeout=krping.SHORT_TIMEOUT)
