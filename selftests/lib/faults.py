@@ -14,7 +14,6 @@ keeps that count itself, in a file of the guest's /tmp (one per boot):
 to fail the n-th filtered call from now it sets interval = count + n.
 """
 
-import os
 from pathlib import Path
 
 DEBUGFS = Path("/sys/kernel/debug")
