@@ -53,14 +53,26 @@ def module_text(name):
     return min(addrs), (max(addrs) + PAGE) & ~(PAGE - 1)
 
 
+class CountUnknown(Exception):
+    pass
+
+
 class Injector:
     """failslab (or another fault attr) armed to fail one call at a time."""
 
     def __init__(self, attr="failslab"):
         self.dir = DEBUGFS / attr
         self.state = Path(f"/tmp/krping-{attr}.count")
-        self.count = int(self.state.read_text()) if self.state.exists() else 0
+        text = self.state.read_text().strip() if self.state.exists() else "0"
+        if not text.isdigit():
+            raise CountUnknown(f"{attr}: an earlier walk stopped half-way "
+                               "and left the kernel's count unknown")
+        self.count = int(text)
         self.injected = 0       # failures injected through this object
+
+    def lose_count(self):
+        """A walk stopped with a call armed: later walks cannot know."""
+        self.state.write_text("unknown\n")
 
     def _set(self, name, value):
         (self.dir / name).write_text(f"{value}\n")
@@ -134,15 +146,22 @@ def walk(inj, code_range, scenario, limit):
     {outcome: runs})."""
     inj.setup(code_range)
     outcomes = {}
+    settled = False
     try:
         for n in range(1, limit + 1):
+            settled = False
             inj.arm(n)
             out = scenario()
             if not inj.fired():
                 for o in inj.resync(scenario, limit):
                     outcomes[o] = outcomes.get(o, 0) + 1
+                settled = True
                 return n - 1, outcomes
+            settled = True
             outcomes[out] = outcomes.get(out, 0) + 1
         raise RuntimeError(f"more than {limit} allocation points")
     finally:
+        # a scenario that raised: known still if its armed call failed
+        if not settled and not inj.fired():
+            inj.lose_count()
         inj.teardown()
