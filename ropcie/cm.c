@@ -107,10 +107,10 @@ static struct ropcie_listener *ropcie_find_listener(struct ropcie_dev *dev,
 	return best;
 }
 
-static void ropcie_cm_event(struct iw_cm_id *cm_id, enum iw_cm_event_type type,
-			    int status, const struct sockaddr_storage *laddr,
-			    const struct sockaddr_storage *raddr,
-			    const void *pdata, u8 plen, void *provider_data)
+static int ropcie_cm_event(struct iw_cm_id *cm_id, enum iw_cm_event_type type,
+			   int status, const struct sockaddr_storage *laddr,
+			   const struct sockaddr_storage *raddr,
+			   const void *pdata, u8 plen, void *provider_data)
 {
 	struct iw_cm_event ev = {
 		.event = type,
@@ -130,6 +130,30 @@ static void ropcie_cm_event(struct iw_cm_id *cm_id, enum iw_cm_event_type type,
 	ret = cm_id->event_handler(cm_id, &ev);
 	if (ret)
 		pr_warn_ratelimited("iw_cm event %d lost: %d\n", type, ret);
+	return ret;
+}
+
+/*
+ * Answer the active side. iw_cm copies private data with GFP_ATOMIC and
+ * drops the event when that fails; the active cm_id would then wait for
+ * its reply for ever, and iw_cm_disconnect() with it. So a reply that
+ * did not get through goes again without private data, as a failure
+ * (@status, or -ENOMEM for an acceptance), which needs no allocation.
+ * Return: 0 when the reply as given got through.
+ */
+static int ropcie_cm_reply(struct iw_cm_id *cm_id, int status,
+			   const struct sockaddr_storage *laddr,
+			   const struct sockaddr_storage *raddr,
+			   const void *pdata, u8 plen)
+{
+	int ret = ropcie_cm_event(cm_id, IW_CM_EVENT_CONNECT_REPLY, status,
+				  laddr, raddr, pdata, plen, NULL);
+
+	if (ret && pdata && plen)
+		ropcie_cm_event(cm_id, IW_CM_EVENT_CONNECT_REPLY,
+				status ? status : -ENOMEM, laddr, raddr, NULL,
+				0, NULL);
+	return ret;
 }
 
 int ropcie_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
@@ -219,8 +243,8 @@ static void ropcie_creq_refuse(struct ropcie_creq *creq, int status,
 
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	creq->qp->claimed = false;
-	ropcie_cm_event(creq->cm_id, IW_CM_EVENT_CONNECT_REPLY, status,
-			&creq->laddr, &creq->raddr, pdata, plen, NULL);
+	ropcie_cm_reply(creq->cm_id, status, &creq->laddr, &creq->raddr,
+			pdata, plen);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	ropcie_creq_free(creq, from_timeout);
 }
@@ -319,6 +343,7 @@ unlock:
 int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 {
 	u32 id = (uintptr_t)cm_id->provider_data;
+	struct iw_cm_id *lost = NULL;
 	struct ropcie_qp *aqp, *pqp;
 	struct ropcie_creq *creq;
 	struct ib_qp *ibqp;
@@ -361,12 +386,22 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	aqp->raddr = creq->raddr;
 	pqp->laddr = creq->raddr;
 	pqp->raddr = creq->laddr;
-	ropcie_cm_event(aqp->cm_id, IW_CM_EVENT_CONNECT_REPLY, 0, &aqp->laddr,
-			&aqp->raddr, param->private_data,
-			param->private_data_len, NULL);
+	if (ropcie_cm_reply(aqp->cm_id, 0, &aqp->laddr, &aqp->raddr,
+			    param->private_data, param->private_data_len)) {
+		/*
+		 * The active side was told that it failed (or nothing):
+		 * its cm_id gets no more events. Ours is established and
+		 * then closed, by the active QP's error.
+		 */
+		lost = aqp->cm_id;
+		aqp->cm_id = NULL;
+		ropcie_qp_set_error(aqp);
+	}
 	ropcie_cm_event(cm_id, IW_CM_EVENT_ESTABLISHED, 0, &pqp->laddr,
 			&pqp->raddr, NULL, 0, NULL);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (lost)
+		lost->rem_ref(lost);
 	cancel_delayed_work_sync(&creq->timeout);
 	kfree(creq);
 	return 0;

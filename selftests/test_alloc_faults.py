@@ -40,7 +40,7 @@ def injector():
 # lost its peer to an injected failure is refused or times out sooner.
 RUN_TIMEOUT = krping.TIMEOUT
 SIZE = {"ping": 64, "wlat": 64, "rlat": 64, "bw": 4096, "fr": 4096}
-LIMIT = 400             # allocation points a walk may find
+LIMIT = 300             # allocation points a walk may find
 
 
 def kernel_clean(log, what):

@@ -80,15 +80,16 @@ class Injector:
     def _get(self, name):
         return int((self.dir / name).read_text())
 
-    def setup(self, code_range):
-        """Filter on code_range = (start, end); nothing armed yet."""
+    def setup(self, code_range, depth):
+        """Filter on code_range = (start, end) within the innermost depth
+        frames of an allocation's stack; nothing armed yet."""
         self._set("probability", 0)
         self._set("task-filter", "N")
         self._set("space", 0)
         self._set("verbose", 1)         # one line per injected failure
         self._set("verbose_ratelimit_burst", 100000)
         self._set("ignore-gfp-wait", "N")   # GFP_KERNEL fails too
-        self._set("stacktrace-depth", 32)
+        self._set("stacktrace-depth", depth)
         self._set("reject-start", 0)
         self._set("reject-end", 0)
         self._set("require-start", code_range[0])
@@ -138,13 +139,22 @@ class Injector:
         self._set("interval", 1)
 
 
-def walk(inj, code_range, scenario, limit):
+# Frames of an allocation's stack the filter looks at: the allocator's
+# own (about four), then the caller. Ten reach our code when it
+# allocates, and when a verbs call it makes does (ib_alloc_pd, a
+# driver's create_qp), not the bookkeeping deep below (a vmalloc's
+# vm_struct): those fail back into the same error paths of ours, only
+# hundreds of times more often.
+DEPTH = 10
+
+
+def walk(inj, code_range, scenario, limit, depth=DEPTH):
     """Fail each filtered allocation of scenario() in turn: the first
     run fails the first one, the next run the second, ... until a run
     makes no more. scenario() returns its outcome (a short string) and
     raises only when the kernel misbehaved. Returns (points walked,
     {outcome: runs})."""
-    inj.setup(code_range)
+    inj.setup(code_range, depth)
     outcomes = {}
     settled = False
     try:

@@ -583,9 +583,25 @@ KERNEL_BUG_MARKERS = ("BUG:", "WARNING:", "Oops", "general protection fault",
 KCSAN_SORTED = os.environ.get("KRPING_KCSAN_REPORTS") == "sort"
 
 
+# A failed page or vmalloc allocation dumps the stack (warn_alloc): the
+# kernel's answer to memory pressure or to an injected failure, not a bug.
+WARN_ALLOC = (": page allocation failure: ", ": vmalloc error: ")
+
+
 def kernel_bug_lines(lines):
-    return [l for l in lines if any(m in l for m in KERNEL_BUG_MARKERS)
-            and not (KCSAN_SORTED and "BUG: KCSAN:" in l)]
+    bad = []
+    walloc = False
+    for l in lines:
+        if any(m in l for m in WARN_ALLOC):
+            walloc = True
+        if walloc and "Call Trace:" in l:
+            continue
+        if walloc and "</TASK>" in l:
+            walloc = False
+        if any(m in l for m in KERNEL_BUG_MARKERS) and \
+                not (KCSAN_SORTED and "BUG: KCSAN:" in l):
+            bad.append(l)
+    return bad
 
 
 def module_loaded(name=MODULE):
