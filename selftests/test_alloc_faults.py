@@ -6,7 +6,9 @@ failed insmod or `rdma link add`; never a hang, an oops, a WARN, a
 KASAN or UBSAN report, or (checked by the stage after the run) a leak.
 
 failslab's stack filter limits the failures to allocations with one
-module's code on the stack (lib/faults.py): rdma_krping for sessions of
+module's code in the innermost frames of the stack (lib/faults.py:
+what the module allocates and what the kernel functions it calls
+allocate themselves): rdma_krping for sessions of
 every test type (configfs, the session thread's setup, connecting,
 each benchmark's own buffers), ropcie for its device and its verbs and
 connection setup under a ping, the whole module area for loading a
@@ -56,14 +58,14 @@ def error_of(e):
 
 
 def pair_scenario(test, addr, device=None):
-    """A client and a server of test over addr, count 2; returns how
-    the run ended, asserting that it ended cleanly."""
+    """A client and a server of test over addr, one iteration; returns
+    how the run ended, asserting that it ended cleanly."""
     def run():
         pool = krping.SessionPool()
         log = krping.Kmsg()
         try:
             try:
-                srv, cli = pool.pair(count=2, size=SIZE[test], test=test,
+                srv, cli = pool.pair(count=1, size=SIZE[test], test=test,
                                      addr=addr, validate=1)
             except (OSError, krping.KrpingError) as e:
                 return f"setup refused: {error_of(e)}"

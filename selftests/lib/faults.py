@@ -140,12 +140,13 @@ class Injector:
 
 
 # Frames of an allocation's stack the filter looks at: the allocator's
-# own (about four), then the caller. Ten reach our code when it
-# allocates, and when a verbs call it makes does (ib_alloc_pd, a
-# driver's create_qp), not the bookkeeping deep below (a vmalloc's
-# vm_struct): those fail back into the same error paths of ours, only
-# hundreds of times more often.
-DEPTH = 10
+# own (three or four), then the caller. Six reach our code when it
+# allocates and when a kernel function it calls does (rdma_create_id,
+# ib_alloc_pd, iw_cm's work entries), not what a driver does deep below
+# (siw's queues, a TCP segment of a SEND posted inline): those fail back
+# into the same error paths of ours, hundreds of times over, and are
+# their own subsystem's to walk.
+DEPTH = 6
 
 
 def walk(inj, code_range, scenario, limit, depth=DEPTH):
