@@ -218,6 +218,9 @@ static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
 		return 0;
 	}
 	mutex_lock(&peer->rq_cons_lock);
+	WRITE_ONCE(qp->recv_wait, true);
+	/* The flag, then the RQ: pairs with ropcie_post_recv(). */
+	smp_mb();
 	rqe = ropcie_ring_cons_slot(&peer->rq);
 	if (!rqe) {
 		/* Like an infinite RNR retry: wait for the peer's receive. */
@@ -226,6 +229,7 @@ static int ropcie_lo_send(struct ropcie_qp *qp, struct ropcie_qp *peer,
 		ropcie_segs_put(&src);
 		return -EAGAIN;
 	}
+	WRITE_ONCE(qp->recv_wait, false);
 	st = ropcie_segs_get(peer, rqe->sge, rqe->num_sge, true, &dst);
 	if (st != IB_WC_SUCCESS) {
 		rst = st;

@@ -782,9 +782,16 @@ int ropcie_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (state == IB_QPS_ERR) {
 		ropcie_qp_kick(qp);	/* flush it (ib_drain_rq) */
 	} else {
-		/* A SEND of the peer may wait for this receive. */
+		/*
+		 * A SEND of the peer may wait for this receive: wake its
+		 * worker then, not for every receive (a woken worker owns
+		 * its SQ for a moment, and the WRITEs posted meanwhile miss
+		 * the inline path). The entry is produced before the flag
+		 * is read; ropcie_lo_send() sets the flag before it looks.
+		 */
+		smp_mb();
 		spin_lock_irqsave(&ropcie_fabric_lock, flags);
-		if (qp->peer)
+		if (qp->peer && READ_ONCE(qp->peer->recv_wait))
 			ropcie_qp_kick(qp->peer);
 		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	}

@@ -150,6 +150,11 @@ struct ropcie_qp {
 	 * waits for them, so ib_drain_qp() means no byte moves any more.
 	 */
 	atomic_t inbound;
+	/*
+	 * A SEND found the peer's RQ empty and waits for a receive: the
+	 * peer's post_recv wakes our worker only then.
+	 */
+	bool recv_wait;
 
 	/* Under ropcie_fabric_lock: */
 	bool claimed;			/* a connection request is in flight */
