@@ -107,7 +107,7 @@ def pair_scenario(test, addr, device=None):
 
 
 @pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw", "fr"])
-def test_session_allocations(test):
+def test_session_allocations(test, capsys):
     """Every allocation with rdma_krping on the stack, of creating,
     configuring, starting and connecting a pair of test, and of the
     benchmark's own setup, fails in turn."""
@@ -115,8 +115,9 @@ def test_session_allocations(test):
     scenario = pair_scenario(test, krping.SERVER_ADDR)
     points, outcomes = faults.walk(inj, faults.module_text(krping.MODULE),
                                    scenario, LIMIT)
-    print(f"{test}: {points} allocation points walked, {inj.injected} "
-          f"failures injected: {outcomes}")
+    with capsys.disabled():
+        print(f"# {test}: {points} allocation points walked, {inj.injected} "
+              f"failures injected: {outcomes}")
     assert points > 0, "no allocation was filtered: is the filter right?"
     # Afterwards the same run works.
     assert scenario() == "server done, client done"
@@ -131,7 +132,7 @@ def ropcie_device():
     rp.teardown_setup()
 
 
-def test_ropcie_allocations(ropcie_device):
+def test_ropcie_allocations(ropcie_device, capsys):
     """Every allocation with ropcie on the stack while a ping pair runs
     over ropcie0: its PD, CQ, QP and MR setup and its connection
     handling."""
@@ -139,8 +140,9 @@ def test_ropcie_allocations(ropcie_device):
     scenario = pair_scenario("ping", rp.ADDR, device=rp.ROPCIE_DEV)
     points, outcomes = faults.walk(inj, faults.module_text("ropcie"),
                                    scenario, LIMIT)
-    print(f"ropcie ping: {points} allocation points walked, "
-          f"{inj.injected} failures injected: {outcomes}")
+    with capsys.disabled():
+        print(f"# ropcie ping: {points} allocation points walked, "
+              f"{inj.injected} failures injected: {outcomes}")
     assert points > 0
     assert scenario() == "server done, client done"
 
@@ -170,7 +172,7 @@ def link_add_scenario():
         log.close()
 
 
-def test_ropcie_link_add_allocations(ropcie_device):
+def test_ropcie_link_add_allocations(ropcie_device, capsys):
     """Every allocation with ropcie on the stack of `rdma link add`."""
     rp.sh("ip", "link", "add", FAULT_NETDEV, "type", "dummy")
     rp.sh("ip", "link", "set", FAULT_NETDEV, "up")
@@ -178,8 +180,9 @@ def test_ropcie_link_add_allocations(ropcie_device):
         inj = injector()
         points, outcomes = faults.walk(inj, faults.module_text("ropcie"),
                                        link_add_scenario, LIMIT)
-        print(f"rdma link add: {points} allocation points walked, "
-              f"{inj.injected} failures injected: {outcomes}")
+        with capsys.disabled():
+            print(f"# rdma link add: {points} allocation points walked, "
+                  f"{inj.injected} failures injected: {outcomes}")
         assert points > 0
         assert link_add_scenario() == "added"
     finally:
@@ -214,7 +217,7 @@ def load_scenario(name, ko, present):
 
 @pytest.mark.destructive
 @pytest.mark.parametrize("name", ["rdma_krping", "ropcie"])
-def test_module_load_allocations(name):
+def test_module_load_allocations(name, capsys):
     """Every allocation of loading the module (its init, and what the
     RDMA core does for it there) fails in turn. The module is loaded
     again afterwards."""
@@ -234,8 +237,9 @@ def test_module_load_allocations(name):
         points, outcomes = faults.walk(inj, faults.MODULE_AREA,
                                        load_scenario(name, ko, present),
                                        LIMIT)
-        print(f"insmod {name}: {points} allocation points walked, "
-              f"{inj.injected} failures injected: {outcomes}")
+        with capsys.disabled():
+            print(f"# insmod {name}: {points} allocation points walked, "
+                  f"{inj.injected} failures injected: {outcomes}")
         assert points > 0
     finally:
         if not krping.module_loaded(name):
