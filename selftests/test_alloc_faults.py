@@ -50,6 +50,17 @@ def kernel_clean(log, what):
     assert not bad, f"{what}: {bad}"
 
 
+def walk_all(what, code_range, scenario, capsys):
+    """Walk scenario's allocation points in code_range, print the count
+    into the TAP, and check that the filter caught any."""
+    inj = injector()
+    points, outcomes = faults.walk(inj, code_range, scenario, LIMIT)
+    with capsys.disabled():
+        print(f"# {what}: {points} allocation points walked, "
+              f"{inj.injected} failures injected: {outcomes}")
+    assert points > 0, f"{what}: no allocation filtered: is the filter right?"
+
+
 def error_of(e):
     """errno name of a refused configfs or sysfs write."""
     while e is not None and not isinstance(e, OSError):
@@ -111,14 +122,8 @@ def test_session_allocations(test, capsys):
     """Every allocation with rdma_krping on the stack, of creating,
     configuring, starting and connecting a pair of test, and of the
     benchmark's own setup, fails in turn."""
-    inj = injector()
     scenario = pair_scenario(test, krping.SERVER_ADDR)
-    points, outcomes = faults.walk(inj, faults.module_text(krping.MODULE),
-                                   scenario, LIMIT)
-    with capsys.disabled():
-        print(f"# {test}: {points} allocation points walked, {inj.injected} "
-              f"failures injected: {outcomes}")
-    assert points > 0, "no allocation was filtered: is the filter right?"
+    walk_all(test, faults.module_text(krping.MODULE), scenario, capsys)
     # Afterwards the same run works.
     assert scenario() == "server done, client done"
 
@@ -136,14 +141,8 @@ def test_ropcie_allocations(ropcie_device, capsys):
     """Every allocation with ropcie on the stack while a ping pair runs
     over ropcie0: its PD, CQ, QP and MR setup and its connection
     handling."""
-    inj = injector()
     scenario = pair_scenario("ping", rp.ADDR, device=rp.ROPCIE_DEV)
-    points, outcomes = faults.walk(inj, faults.module_text("ropcie"),
-                                   scenario, LIMIT)
-    with capsys.disabled():
-        print(f"# ropcie ping: {points} allocation points walked, "
-              f"{inj.injected} failures injected: {outcomes}")
-    assert points > 0
+    walk_all("ropcie ping", faults.module_text("ropcie"), scenario, capsys)
     assert scenario() == "server done, client done"
 
 
@@ -177,13 +176,8 @@ def test_ropcie_link_add_allocations(ropcie_device, capsys):
     rp.sh("ip", "link", "add", FAULT_NETDEV, "type", "dummy")
     rp.sh("ip", "link", "set", FAULT_NETDEV, "up")
     try:
-        inj = injector()
-        points, outcomes = faults.walk(inj, faults.module_text("ropcie"),
-                                       link_add_scenario, LIMIT)
-        with capsys.disabled():
-            print(f"# rdma link add: {points} allocation points walked, "
-                  f"{inj.injected} failures injected: {outcomes}")
-        assert points > 0
+        walk_all("rdma link add", faults.module_text("ropcie"),
+                 link_add_scenario, capsys)
         assert link_add_scenario() == "added"
     finally:
         rp.sh("rdma", "link", "delete", FAULT_DEV, check=False)
@@ -232,15 +226,9 @@ def test_module_load_allocations(name, capsys):
         rp.teardown_setup()
     if krping.module_loaded(name):
         assert krping.delete_module(name) == 0, f"rmmod {name}"
-    inj = injector()
     try:
-        points, outcomes = faults.walk(inj, faults.MODULE_AREA,
-                                       load_scenario(name, ko, present),
-                                       LIMIT)
-        with capsys.disabled():
-            print(f"# insmod {name}: {points} allocation points walked, "
-                  f"{inj.injected} failures injected: {outcomes}")
-        assert points > 0
+        walk_all(f"insmod {name}", faults.MODULE_AREA,
+                 load_scenario(name, ko, present), capsys)
     finally:
         if not krping.module_loaded(name):
             subprocess.run(["insmod", ko], check=True,
