@@ -104,6 +104,7 @@ KRPING_OPTION_ATTR(server_inv);
 KRPING_OPTION_ATTR(local_dma_lkey);
 KRPING_OPTION_ATTR(read_inv);
 KRPING_OPTION_ATTR(tos);
+KRPING_OPTION_ATTR(peer_timeout_ms);
 
 static ssize_t krping_options_show(struct config_item *item, char *page)
 {
@@ -162,6 +163,7 @@ static struct configfs_attribute *krping_session_attrs[] = {
 	&krping_attr_local_dma_lkey,
 	&krping_attr_read_inv,
 	&krping_attr_tos,
+	&krping_attr_peer_timeout_ms,
 	&krping_attr_options,
 	&krping_attr_start,
 	NULL,

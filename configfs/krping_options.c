@@ -106,6 +106,7 @@ static_assert(KRPING_FIELD_IS(test, enum krping_test));
 static_assert(KRPING_FIELD_IS(mem_mode, enum krping_mem_mode));
 static_assert(KRPING_FIELD_IS(txdepth, u32));
 static_assert(KRPING_FIELD_IS(tos, u8));
+static_assert(KRPING_FIELD_IS(peer_timeout_ms, u32));
 static_assert(KRPING_FIELD_IS(validate, bool));
 static_assert(KRPING_FIELD_IS(verbose, bool));
 static_assert(KRPING_FIELD_IS(duplex, bool));
@@ -145,6 +146,8 @@ static const struct krping_opt krping_opts[] = {
 	KRPING_NUM(txdepth, KRPING_OPT_U32, KRPING_MIN_TXDEPTH,
 		   KRPING_MAX_TXDEPTH),
 	KRPING_NUM(tos, KRPING_OPT_U8, 0, U8_MAX),
+	KRPING_NUM(peer_timeout_ms, KRPING_OPT_U32, 0,
+		   KRPING_MAX_PEER_TIMEOUT_MS),
 	KRPING_BOOL(validate),
 	KRPING_BOOL(verbose),
 	KRPING_BOOL(duplex),
@@ -438,7 +441,7 @@ static int krping_format_addr(const struct krping_options *opts, char *buf,
  * krping_options_init() - the settings of a freshly created session
  * @opts: filled with the defaults: no role, no address, port 7174,
  *	count 0 (until stopped), size 64, test ping, mem_mode reg,
- *	txdepth 64, tos 0, every flag off
+ *	txdepth 64, tos 0, peer_timeout_ms 30000, every flag off
  */
 void krping_options_init(struct krping_options *opts)
 {
@@ -452,6 +455,7 @@ void krping_options_init(struct krping_options *opts)
 	opts->mem_mode = KRPING_MEM_REG;
 	opts->txdepth = KRPING_DEFAULT_TXDEPTH;
 	opts->tos = KRPING_DEFAULT_TOS;
+	opts->peer_timeout_ms = KRPING_DEFAULT_PEER_TIMEOUT_MS;
 }
 
 /**
@@ -659,11 +663,11 @@ int krping_options_parse(struct krping_options *opts, const char *str)
  *
  * The fixed order is: the role keyword (client or server, left out while
  * unset), addr= (left out while unset), port=, count=, size=, test=,
- * mem_mode=, txdepth=, tos=, then each boolean that is set, as a bare
+ * mem_mode=, txdepth=, tos=, peer_timeout_ms=, then each boolean that is set, as a bare
  * name, in the order validate, verbose, duplex, poll, server_inv,
  * local_dma_lkey, read_inv; then a newline. For example (one line):
  * "client,addr=10.9.0.1,port=9999,count=100,size=64,test=ping,
- * mem_mode=reg,txdepth=64,tos=0,validate".
+ * mem_mode=reg,txdepth=64,tos=0,peer_timeout_ms=30000,validate".
  * krping_options_parse() reads it back into equal settings.
  *
  * Return: the length written, as scnprintf().

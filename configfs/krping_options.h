@@ -39,6 +39,9 @@ enum krping_mem_mode {
 #define KRPING_DEFAULT_TXDEPTH	64
 #define KRPING_DEFAULT_COUNT	0	/* run until stopped */
 #define KRPING_DEFAULT_TOS	0
+/* A peer silent this long is gone (see krping_keepalive()); 0: never. */
+#define KRPING_DEFAULT_PEER_TIMEOUT_MS	30000
+#define KRPING_MAX_PEER_TIMEOUT_MS	3600000		/* an hour */
 #define KRPING_MIN_SIZE		1
 #define KRPING_MAX_SIZE		(4U << 20)	/* largest kmalloc on x86 */
 #define KRPING_MIN_TXDEPTH	4	/* ping chains INV + REG + op + SEND */
@@ -62,6 +65,8 @@ enum krping_mem_mode {
  * @mem_mode: how RDMA buffers are registered
  * @txdepth: send queue depth
  * @tos: IP type of service of the connection
+ * @peer_timeout_ms: end the run with -ETIMEDOUT when the connected peer
+ *	has given no sign of life for this long; 0 waits for it forever
  * @validate: compare the returned ping data with what was sent
  * @verbose: log each ping's data (dynamic debug)
  * @duplex: bidirectional bandwidth test (bw only)
@@ -81,6 +86,7 @@ struct krping_options {
 	enum krping_mem_mode mem_mode;
 	u32 txdepth;
 	u8 tos;
+	u32 peer_timeout_ms;
 	bool validate;
 	bool verbose;
 	bool duplex;

@@ -31,6 +31,7 @@ static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 		n = min_t(u32, n, count - run->rdma_count);
 	atomic64_add(n, &st->write_msgs);
 	atomic64_add((u64)n * run->rdma_len, &st->write_bytes);
+	krping_heard(run);
 	krping_count_add(&run->rdma_count, n);
 	krping_wake(run);
 }

@@ -50,7 +50,7 @@ static int krping_spin_tag(struct krping_run *run, u8 tag)
 		ret = krping_check(run);
 		if (ret)
 			return ret;
-		cond_resched();
+		krping_spin_yield();
 	}
 }
 

@@ -111,6 +111,9 @@ static int krping_wait_cm(struct krping_run *run, int milestone)
 	if (test_bit(milestone, &run->cm_flags)) {
 		/* What the handler stored before the bit, the hello. */
 		smp_rmb();
+		/* The connection is the peer's first sign of life. */
+		if (milestone == KRPING_CM_ESTABLISHED)
+			krping_heard(run);
 		return 0;
 	}
 	if (!ret) {
@@ -125,6 +128,110 @@ static int krping_wait_cm(struct krping_run *run, int milestone)
 	return krping_wait_result(run, ret);
 }
 
+/*
+ * A peer can vanish without a word (powered off, its link cut): then no
+ * CM message and no completion ever reaches a side that only waits, such
+ * as a ping server waiting for the next advertisement or a bw server for
+ * the end marker. So once the peer has been silent for half of
+ * peer_timeout, the run asks its RDMA device for a sign of life: a
+ * zero-length RDMA READ, which the peer's device answers without the
+ * peer's thread and without checking a key (IBTA C9-88; siw and ropcie
+ * check no key for zero bytes either). A READ, because on iWARP a SEND
+ * or WRITE completes as soon as the local TCP stack has it.
+ */
+static void krping_probe(struct krping_run *run)
+{
+	struct ib_sge sge = {
+		.addr = run->recv_buf.dma,
+		.length = 0,
+		.lkey = run->pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = &run->probe_cqe,
+			.sg_list = &sge,
+			.num_sge = 1,	/* siw takes exactly one READ sink */
+			.opcode = IB_WR_RDMA_READ,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+	};
+
+	WRITE_ONCE(run->probing, true);
+	if (ib_post_send(run->qp, &wr.wr, NULL))
+		WRITE_ONCE(run->probing, false);	/* try again later */
+	else
+		pr_debug("%s: peer silent for %u ms, probing\n", run_name(run),
+			 jiffies_to_msecs(jiffies - READ_ONCE(run->heard)));
+}
+
+static void krping_probe_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krping_run *run = cq->cq_context;
+
+	/* After the peer's disconnect, a lost probe means nothing. */
+	if (wc->status == IB_WC_SUCCESS)
+		krping_heard(run);
+	else if (!READ_ONCE(run->disconnected))
+		krping_wc_ok(run, wc, "keepalive READ");
+	WRITE_ONCE(run->probing, false);
+	krping_wake(run);
+}
+
+/* Is the peer watched: connected, not leaving, and a timeout set? */
+static bool krping_watching(const struct krping_run *run)
+{
+	return run->peer_timeout &&
+	       test_bit(KRPING_CM_ESTABLISHED, &run->cm_flags) &&
+	       !READ_ONCE(run->disconnected);
+}
+
+/* When krping_keepalive() has something to do next (jiffies), or 0. */
+static unsigned long krping_keepalive_due(const struct krping_run *run)
+{
+	if (!krping_watching(run))
+		return 0;
+	return READ_ONCE(run->heard) +
+	       (READ_ONCE(run->probing) ? run->peer_timeout :
+					  run->peer_timeout / 2);
+}
+
+/**
+ * krping_keepalive() - is the peer still there?
+ * @run: the run
+ *
+ * Called by every wait of a connected run (see krping_probe()). Sends
+ * a probe after peer_timeout / 2 of silence.
+ *
+ * Return: 0, or -ETIMEDOUT when the peer has given no sign of life for
+ * peer_timeout: the run then fails within peer_timeout of the peer's
+ * last answer, however it vanished.
+ */
+static int krping_keepalive(struct krping_run *run)
+{
+	unsigned long heard;
+
+	if (!krping_watching(run))
+		return 0;
+	heard = READ_ONCE(run->heard);
+	if (time_after_eq(jiffies, heard + run->peer_timeout)) {
+		pr_debug("%s: no sign of life from the peer for %u ms\n",
+			 run_name(run), jiffies_to_msecs(jiffies - heard));
+		return -ETIMEDOUT;
+	}
+	if (!READ_ONCE(run->probing) &&
+	    time_after_eq(jiffies, heard + run->peer_timeout / 2))
+		krping_probe(run);
+	return 0;
+}
+
+/* The sooner of two deadlines in jiffies, where 0 is none. */
+static unsigned long krping_sooner(unsigned long a, unsigned long b)
+{
+	if (!a || !b)
+		return a ? a : b;
+	return time_before(a, b) ? a : b;
+}
+
 static bool krping_reached(const int *counter, int target)
 {
 	return krping_read_count(counter) - target >= 0;
@@ -135,7 +242,8 @@ static bool krping_reached(const int *counter, int target)
  * @run: the run
  *
  * Polls the CQ when the run polls (poll=1), and tells whether the loop
- * must end: told to stop, the run failed, or the peer went away.
+ * must end: told to stop, the run failed, or the peer went away (it
+ * disconnected, or fell silent: krping_keepalive()).
  *
  * Return: 0 to go on, or the negative errno to end the run with.
  */
@@ -147,7 +255,7 @@ int krping_check(struct krping_run *run)
 		return -EINTR;
 	if (krping_broken(run))
 		return krping_wait_result(run, 0);
-	return 0;
+	return krping_keepalive(run);
 }
 
 /*
@@ -163,7 +271,7 @@ static void krping_idle(struct krping_run *run, int seen,
 
 	if (run->poll) {
 		if (!run->lazy) {
-			cond_resched();
+			krping_spin_yield();
 			return;
 		}
 		timeout = *nap;
@@ -195,13 +303,17 @@ static void krping_idle(struct krping_run *run, int seen,
  * to the error state and let the flush decide, since flushed work
  * completes after every successful completion before it.
  *
- * Return: 0, -EINTR when told to stop, the run's error, or -ECONNRESET.
+ * A peer that falls silent ends the wait after peer_timeout
+ * (krping_keepalive()).
+ *
+ * Return: 0, -EINTR when told to stop, the run's error, -ETIMEDOUT, or
+ * -ECONNRESET.
  */
 int krping_wait_count(struct krping_run *run, const int *counter, int target)
 {
 	unsigned long deadline = 0, nap = 1;
 	bool flushing = false;
-	int seen;
+	int seen, ret;
 
 	for (;;) {
 		seen = atomic_read(&run->events);
@@ -213,6 +325,9 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 			return -EINTR;
 		if (READ_ONCE(run->error) || READ_ONCE(run->flushed))
 			return krping_wait_result(run, 0);
+		ret = krping_keepalive(run);
+		if (ret)
+			return ret;
 		if (READ_ONCE(run->disconnected)) {
 			if (!deadline) {
 				deadline = jiffies + KRPING_DISCONNECT_GRACE;
@@ -224,7 +339,9 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 				deadline = jiffies + KRPING_FLUSH_TIMEOUT;
 			}
 		}
-		krping_idle(run, seen, deadline, &nap);
+		krping_idle(run, seen,
+			    krping_sooner(deadline, krping_keepalive_due(run)),
+			    &nap);
 	}
 }
 
@@ -406,6 +523,7 @@ static void krping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			   wc->ex.invalidate_rkey : 0;
 	atomic64_inc(&st->recv_msgs);
 	atomic64_add(wc->byte_len, &st->recv_bytes);
+	krping_heard(run);
 	krping_count_inc(&run->recv_count);
 	krping_wake(run);
 }
@@ -419,6 +537,7 @@ static void krping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	atomic64_inc(&st->send_msgs);
 	atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
+	krping_heard(run);
 	krping_count_inc(&run->send_count);
 	krping_wake(run);
 }
@@ -437,6 +556,7 @@ static void krping_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic64_inc(&st->write_msgs);
 		atomic64_add(run->rdma_len, &st->write_bytes);
 	}
+	krping_heard(run);
 	krping_count_inc(&run->rdma_count);
 	krping_wake(run);
 }
@@ -563,9 +683,12 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 		return ret;
 	}
 
-	/* Room for a full send queue, the receive and both drain WRs. */
+	/*
+	 * Room for a full send queue, the keepalive probe, the receive and
+	 * both drain WRs.
+	 */
 	run->poll = o->poll;
-	run->cq = ib_alloc_cq(dev, run, o->txdepth + KRPING_RECV_DEPTH + 3, 0,
+	run->cq = ib_alloc_cq(dev, run, o->txdepth + KRPING_RECV_DEPTH + 4, 0,
 			      o->poll ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
 	if (IS_ERR(run->cq)) {
 		ret = PTR_ERR(run->cq);
@@ -577,8 +700,11 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	qp_attr.recv_cq = run->cq;
 	qp_attr.qp_type = IB_QPT_RC;
 	qp_attr.sq_sig_type = IB_SIGNAL_REQ_WR;
-	/* One extra slot on each queue for ib_drain_qp(). */
-	qp_attr.cap.max_send_wr = o->txdepth + 1;
+	/*
+	 * One extra slot on each queue for ib_drain_qp(), and one on the
+	 * send queue for the keepalive probe.
+	 */
+	qp_attr.cap.max_send_wr = o->txdepth + 2;
 	qp_attr.cap.max_recv_wr = KRPING_RECV_DEPTH + 1;
 	qp_attr.cap.max_send_sge = 1;
 	qp_attr.cap.max_recv_sge = 1;
@@ -641,7 +767,10 @@ static void krping_conn_param(struct rdma_conn_param *p,
 			      struct krping_hello *hello, u32 flags, u32 count)
 {
 	memset(p, 0, sizeof(*p));
-	/* The server RDMA READs from the client: one read in flight. */
+	/*
+	 * The server RDMA READs from the client, either side may send a
+	 * keepalive READ: one read in flight each way.
+	 */
 	p->responder_resources = 1;
 	p->initiator_depth = 1;
 	p->retry_count = 7;
@@ -1023,4 +1152,6 @@ void krping_run_init(struct krping_run *run, struct krping_session *sess,
 	run->send_cqe.done = krping_send_done;
 	run->rdma_cqe.done = krping_rdma_done;
 	run->reg_cqe.done = krping_reg_done;
+	run->probe_cqe.done = krping_probe_done;
+	run->peer_timeout = msecs_to_jiffies(opts->peer_timeout_ms);
 }

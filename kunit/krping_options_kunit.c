@@ -37,23 +37,25 @@ static const struct {
 	{ "local_dma_lkey", "0" },
 	{ "read_inv", "0" },
 	{ "tos", "0" },
+	{ "peer_timeout_ms", "30000" },
 };
 
 #define KRPING_DEFAULT_STRING \
-	"port=7174,count=0,size=64,test=ping,mem_mode=reg,txdepth=64,tos=0"
+	"port=7174,count=0,size=64,test=ping,mem_mode=reg,txdepth=64,tos=0," \
+	"peer_timeout_ms=30000"
 
 /* A session that differs from the defaults in every option. */
 #define KRPING_BUSY_STRING \
 	"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw," \
-	"mem_mode=dma,txdepth=128,tos=7,validate,verbose,duplex,poll," \
-	"server_inv,local_dma_lkey,read_inv"
+	"mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,validate,verbose," \
+	"duplex,poll,server_inv,local_dma_lkey,read_inv"
 
 /* The longest canonical string there is. */
 #define KRPING_LONGEST_STRING \
 	"server,addr=febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff%abcdefghijklmno," \
 	"port=65535,count=4294967295,size=4194304,test=wlat,mem_mode=dma," \
-	"txdepth=16384,tos=255,validate,verbose,duplex,poll,server_inv," \
-	"local_dma_lkey,read_inv"
+	"txdepth=16384,tos=255,peer_timeout_ms=3600000,validate,verbose," \
+	"duplex,poll,server_inv,local_dma_lkey,read_inv"
 
 /* Write @s into @desc with newlines, tabs and other bytes escaped. */
 static void krping_escape(char *desc, size_t size, const char *prefix,
@@ -240,6 +242,10 @@ static const struct krping_set_case krping_set_good_cases[] = {
 	{ "tos", "16\n", "16" },
 	{ "tos", "255", "255" },
 
+	{ "peer_timeout_ms", "0", "0" },
+	{ "peer_timeout_ms", "100\n", "100" },
+	{ "peer_timeout_ms", "3600000", "3600000" },
+
 	{ "validate", "0", "0" },
 	{ "validate", "1", "1" },
 	{ "validate", "1\n", "1" },
@@ -343,7 +349,7 @@ struct krping_val_err {
 };
 
 static const char * const krping_num_names[] = {
-	"port", "count", "size", "txdepth", "tos",
+	"port", "count", "size", "txdepth", "tos", "peer_timeout_ms",
 };
 
 static const struct krping_val_err krping_num_bad_vals[] = {
@@ -540,6 +546,9 @@ static const struct krping_err_case krping_set_bad_cases[] = {
 
 	{ "tos", "256", -ERANGE },
 	{ "tos", "65535", -ERANGE },
+
+	{ "peer_timeout_ms", "3600001", -ERANGE },
+	{ "peer_timeout_ms", "4294967295", -ERANGE },
 
 	{ "count", "42949672950", -ERANGE },
 
@@ -745,7 +754,7 @@ struct krping_parse_case {
 
 #define D_PORT	"port=7174"
 #define D_CSZ	"count=0,size=64"
-#define D_TAIL	"mem_mode=reg,txdepth=64,tos=0"
+#define D_TAIL	"mem_mode=reg,txdepth=64,tos=0,peer_timeout_ms=30000"
 
 static const struct krping_parse_case krping_parse_good_cases[] = {
 	/* The README's examples. */
@@ -779,7 +788,7 @@ static const struct krping_parse_case krping_parse_good_cases[] = {
 	{ "verbose", D_PORT "," D_CSZ ",test=ping," D_TAIL ",verbose" },
 	{ "validate", D_PORT "," D_CSZ ",test=ping," D_TAIL ",validate" },
 	{ "mem_mode=dma", D_PORT "," D_CSZ
-	  ",test=ping,mem_mode=dma,txdepth=64,tos=0" },
+	  ",test=ping,mem_mode=dma,txdepth=64,tos=0,peer_timeout_ms=30000" },
 	{ "mem_mode=reg", D_PORT "," D_CSZ ",test=ping," D_TAIL },
 	{ "server_inv", D_PORT "," D_CSZ ",test=ping," D_TAIL ",server_inv" },
 	{ "local_dma_lkey",
@@ -792,10 +801,13 @@ static const struct krping_parse_case krping_parse_good_cases[] = {
 	{ "duplex", D_PORT "," D_CSZ ",test=ping," D_TAIL ",duplex" },
 	{ "poll", D_PORT "," D_CSZ ",test=ping," D_TAIL ",poll" },
 	{ "txdepth=128", D_PORT "," D_CSZ
-	  ",test=ping,mem_mode=reg,txdepth=128,tos=0" },
+	  ",test=ping,mem_mode=reg,txdepth=128,tos=0,peer_timeout_ms=30000" },
 	{ "tx-depth=128", D_PORT "," D_CSZ
-	  ",test=ping,mem_mode=reg,txdepth=128,tos=0" },
-	{ "tos=96", D_PORT "," D_CSZ ",test=ping,mem_mode=reg,txdepth=64,tos=96" },
+	  ",test=ping,mem_mode=reg,txdepth=128,tos=0,peer_timeout_ms=30000" },
+	{ "peer_timeout_ms=0", D_PORT "," D_CSZ
+	  ",test=ping,mem_mode=reg,txdepth=64,tos=0,peer_timeout_ms=0" },
+	{ "tos=96", D_PORT "," D_CSZ
+	  ",test=ping,mem_mode=reg,txdepth=64,tos=96,peer_timeout_ms=30000" },
 
 	/* The attribute names, for symmetry. */
 	{ "role=client", "client," D_PORT "," D_CSZ ",test=ping," D_TAIL },
@@ -833,24 +845,24 @@ static const struct krping_parse_case krping_parse_good_cases[] = {
 	{ "size=1", D_PORT ",count=0,size=1,test=ping," D_TAIL },
 	{ "size=4194304", D_PORT ",count=0,size=4194304,test=ping," D_TAIL },
 	{ "txdepth=4", D_PORT "," D_CSZ
-	  ",test=ping,mem_mode=reg,txdepth=4,tos=0" },
+	  ",test=ping,mem_mode=reg,txdepth=4,tos=0,peer_timeout_ms=30000" },
 	{ "txdepth=16384", D_PORT "," D_CSZ
-	  ",test=ping,mem_mode=reg,txdepth=16384,tos=0" },
+	  ",test=ping,mem_mode=reg,txdepth=16384,tos=0,peer_timeout_ms=30000" },
 	{ "tos=255", D_PORT "," D_CSZ
-	  ",test=ping,mem_mode=reg,txdepth=64,tos=255" },
+	  ",test=ping,mem_mode=reg,txdepth=64,tos=255,peer_timeout_ms=30000" },
 	{ "tos=0", D_PORT "," D_CSZ ",test=ping," D_TAIL },
 
 	/* Any order; the output order is fixed. */
 	{
 		"validate,count=10,bw,duplex,addr=10.9.0.1,client,poll,tx-depth=256",
-		"client,addr=10.9.0.1,port=7174,count=10,size=64,test=bw,mem_mode=reg,txdepth=256,tos=0,validate,duplex,poll",
+		"client,addr=10.9.0.1,port=7174,count=10,size=64,test=bw,mem_mode=reg,txdepth=256,tos=0,peer_timeout_ms=30000,validate,duplex,poll",
 	},
 	{ "read_inv,server_inv,local_dma_lkey,poll,duplex,verbose,validate",
 	  D_PORT "," D_CSZ ",test=ping," D_TAIL
 	  ",validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv" },
 	{
 		KRPING_BUSY_STRING,
-		"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw,mem_mode=dma,txdepth=128,tos=7,validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv",
+		"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw,mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv",
 	},
 	{ KRPING_LONGEST_STRING, KRPING_LONGEST_STRING },
 	{ KRPING_DEFAULT_STRING, KRPING_DEFAULT_STRING },
@@ -953,6 +965,7 @@ static const struct krping_str_err_case krping_parse_bad_cases[] = {
 	{ "txdepth", -EINVAL },
 	{ "tx-depth", -EINVAL },
 	{ "tos", -EINVAL },
+	{ "peer_timeout_ms", -EINVAL },
 	{ "role=", -EINVAL },
 	{ "addr=", -EINVAL },
 	{ "port=", -EINVAL },
@@ -984,6 +997,7 @@ static const struct krping_str_err_case krping_parse_bad_cases[] = {
 	{ "tx-depth=8,tx-depth=16", -EINVAL },
 	{ "mem_mode=reg,mem_mode=dma", -EINVAL },
 	{ "tos=1,tos=1", -EINVAL },
+	{ "peer_timeout_ms=0,peer_timeout_ms=0", -EINVAL },
 	{ "validate,validate", -EINVAL },
 	{ "validate,validate=0", -EINVAL },
 	{ "verbose=0,verbose=1", -EINVAL },
@@ -1010,6 +1024,7 @@ static const struct krping_str_err_case krping_parse_bad_cases[] = {
 	{ "tx-depth=0", -ERANGE },
 	{ "tos=256", -ERANGE },
 	{ "tos=99999999999999999999", -ERANGE },
+	{ "peer_timeout_ms=3600001", -ERANGE },
 	{ "validate=2", -EINVAL },
 	{ "validate=yes", -EINVAL },
 	{ "poll=on", -EINVAL },

@@ -12,6 +12,18 @@ pytest glue for the krping selftests.
   logged a BUG/WARNING/Oops/... and shows the kernel log of failed tests,
   and an environment check that skips everything with a reason when the
   module is not loaded or we are not root.
+- The topology (lib/env.py): one host, or this host and a remote peer
+  (REMOTE_TYPE in selftests/krping.config or the environment). Every
+  test says where it can run, by marker:
+    either     on one host or across two: its pairs follow the topology
+               (pool.pair() puts one side on the remote host); across
+               two hosts it runs once with each side remote (the
+               remote_side parameter);
+    two_host   needs the remote host; skipped with the reason on one;
+    (none)     single-host only: it looks at both sides in this kernel
+               (kthreads, dynamic debug lines, rdma resources of both
+               sides, module unload); skipped with the reason when a
+               remote host is configured.
 - A per-test watchdog (KRPING_TEST_WATCHDOG seconds, default 300, 900 on
   the debug kernel where KRPING_SLOW=1): every
   wait in the tests is bounded already; this catches the unexpected.
@@ -24,7 +36,7 @@ import sys
 
 import pytest
 
-from lib import krping
+from lib import env, krping
 
 WATCHDOG = int(os.environ.get(
     "KRPING_TEST_WATCHDOG",
@@ -41,6 +53,11 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "destructive: unloads/reloads the module (runs last)")
     config.addinivalue_line(
+        "markers", "either: runs on one host or across two (see "
+        "lib/env.py); across two, once with each side remote")
+    config.addinivalue_line(
+        "markers", "two_host: needs a remote host (REMOTE_TYPE)")
+    config.addinivalue_line(
         "markers", "stock_only: its kernel path is the same on every kernel "
         "and covered on the debug kernel by a representative, KUnit or "
         "another test; the debug-kernel stages deselect it")
@@ -51,6 +68,22 @@ def pytest_configure(config):
         if tr is not None:
             config.pluginmanager.unregister(tr)
         config.pluginmanager.register(TapPlugin(config), "krping-tap")
+
+
+def pytest_generate_tests(metafunc):
+    """Across two hosts, an `either` test runs with the server remote
+    and with the client remote."""
+    if "remote_side" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("either") is None:
+        return
+    try:
+        two_host = env.topology().two_host
+    except env.ConfigError:
+        return                  # reported by the topology fixture
+    if two_host:
+        metafunc.parametrize("remote_side", ["server", "client"],
+                             ids=lambda s: f"remote-{s}")
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -242,6 +275,58 @@ def krping_env():
         pytest.skip(reason)
 
 
+_remote_problem = {}
+
+
+def remote_problem(remote):
+    """Why the remote host cannot take part, or None (checked once)."""
+    if "why" not in _remote_problem:
+        why = None
+        try:
+            cp = remote.cmd(f"test -d {krping.CONFIGFS} && "
+                            f"test -d {krping.SYSFS}", check=False)
+            if cp.returncode:
+                why = (f"{krping.CONFIGFS} or {krping.SYSFS} missing on "
+                       f"the remote host: configfs not mounted or "
+                       f"{krping.MODULE} not loaded there")
+        except Exception as e:          # ssh could not reach it
+            why = f"remote host unreachable: {e}"
+        _remote_problem["why"] = why
+    return _remote_problem["why"]
+
+
+@pytest.fixture(autouse=True)
+def topology(request):
+    """Skip, with the reason, a test that cannot run in the configured
+    topology; yields the Topology."""
+    try:
+        topo = env.topology()
+    except env.ConfigError as e:
+        pytest.fail(f"selftests configuration: {e}", pytrace=False)
+    where = ("either" if request.node.get_closest_marker("either") else
+             "two_host" if request.node.get_closest_marker("two_host") else
+             "single_host")
+    if topo.two_host and where == "single_host":
+        pytest.skip("single-host test (both sides in this kernel); a "
+                    "remote host is configured")
+    if not topo.two_host and where == "two_host":
+        pytest.skip("needs a remote host: set REMOTE_TYPE, REMOTE_ARGS, "
+                    "LOCAL_ADDR and REMOTE_ADDR (selftests/krping.config)")
+    if topo.two_host:
+        from lib import remote
+        why = remote_problem(remote.connect(topo))
+        if why:
+            pytest.skip(why)
+    yield topo
+
+
+@pytest.fixture
+def remote_side():
+    """Which side pool.pair() puts on the remote host (two hosts only);
+    `either` tests get both, see pytest_generate_tests()."""
+    return "server"
+
+
 @pytest.fixture(autouse=True)
 def kernel_log(request):
     """Fail the test if the kernel logged a bug while it ran; keep the log
@@ -260,9 +345,10 @@ def kernel_log(request):
 
 
 @pytest.fixture
-def pool():
-    """SessionPool whose sessions are removed after the test."""
-    p = krping.SessionPool()
+def pool(remote_side):
+    """SessionPool whose sessions are removed after the test; its pairs
+    put remote_side on the remote host when there is one."""
+    p = krping.SessionPool(remote_side=remote_side)
     yield p
     problems = p.cleanup()
     if problems:

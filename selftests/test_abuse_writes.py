@@ -54,6 +54,7 @@ GOOD = {
     "mem_mode": ("reg", "reg"),
     "txdepth": ("128", "128"),
     "tos": ("16", "16"),
+    "peer_timeout_ms": ("5000", "5000"),
     "validate": ("0", "0"),
     "verbose": ("0", "0"),
     "duplex": ("1", "1"),
@@ -63,7 +64,7 @@ GOOD = {
     "read_inv": ("1", "1"),
     "options": ("client,addr=10.9.0.2,port=4243,count=88",
                 "client,addr=10.9.0.2,port=4243,count=88,size=64,test=ping,"
-                "mem_mode=reg,txdepth=64,tos=0"),
+                "mem_mode=reg,txdepth=64,tos=0,peer_timeout_ms=30000"),
     "start": ("0", None),
 }
 assert set(GOOD) == set(krping.ALL_ATTRS)

@@ -113,6 +113,7 @@ TABLE = {
     "mem_mode": MEM_MODE_BAD,
     "txdepth": number_cases(4, 16384),
     "tos": number_cases(0, 255),
+    "peer_timeout_ms": number_cases(0, 3600000),
 }
 for _b in krping.BOOL_ATTRS:
     TABLE[_b] = BOOL_BAD
@@ -135,7 +136,8 @@ IDS = [f"{a}={_show(v)}" for a, v, _ in CASES]
 
 # Non-default settings, so that "nothing changed" also means "not reset".
 PRESET = dict(role="server", addr="10.9.0.1", port=4242, count=7, size=333,
-              test="rlat", mem_mode="dma", txdepth=99, tos=17, validate=1,
+              test="rlat", mem_mode="dma", txdepth=99, tos=17,
+              peer_timeout_ms=4321, validate=1,
               verbose=1, poll=1, local_dma_lkey=1)
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from lib import krping
 
-DEFAULT_CANON = "port=7174,count=0,size=64,test=ping,mem_mode=reg,txdepth=64,tos=0"
+DEFAULT_CANON = ("port=7174,count=0,size=64,test=ping,mem_mode=reg,txdepth=64,"
+                 "tos=0,peer_timeout_ms=30000")
 
 # (written string, expected attributes (others default), canonical read back)
 GOOD = [
@@ -15,46 +16,54 @@ GOOD = [
      dict(role="client", addr="10.9.0.1", port="9999", count="100",
           validate="1"),
      "client,addr=10.9.0.1,port=9999,count=100,size=64,test=ping,"
-     "mem_mode=reg,txdepth=64,tos=0,validate"),
+     "mem_mode=reg,txdepth=64,tos=0,peer_timeout_ms=30000,validate"),
     ("server,addr=0.0.0.0",
      dict(role="server", addr="0.0.0.0"),
      "server,addr=0.0.0.0,port=7174,count=0,size=64,test=ping,mem_mode=reg,"
-     "txdepth=64,tos=0"),
+     "txdepth=64,tos=0,peer_timeout_ms=30000"),
     # every option at once, through its legacy spelling where it has one
     ("server,addr6=fd00::1,port=1,count=4294967295,size=4194304,bw,"
-     "mem_mode=dma,tx-depth=16384,tos=255,verbose,validate,duplex,poll,"
+     "mem_mode=dma,tx-depth=16384,tos=255,peer_timeout_ms=3600000,verbose,"
+     "validate,duplex,poll,"
      "server_inv,local_dma_lkey,read_inv",
      dict(role="server", addr="fd00::1", port="1", count="4294967295",
           size="4194304", test="bw", mem_mode="dma", txdepth="16384",
-          tos="255", validate="1", verbose="1", duplex="1", poll="1",
+          tos="255", peer_timeout_ms="3600000", validate="1", verbose="1",
+          duplex="1", poll="1",
           server_inv="1", local_dma_lkey="1", read_inv="1"),
      "server,addr=fd00::1,port=1,count=4294967295,size=4194304,test=bw,"
-     "mem_mode=dma,txdepth=16384,tos=255,validate,verbose,duplex,poll,"
+     "mem_mode=dma,txdepth=16384,tos=255,peer_timeout_ms=3600000,validate,"
+     "verbose,duplex,poll,"
      "server_inv,local_dma_lkey,read_inv"),
     # every option through its attribute name
     ("role=client,addr=fe80::1%va,port=65535,count=0,size=1,test=fr,"
-     "mem_mode=reg,txdepth=4,tos=0,validate=1,verbose=0,duplex=0,poll=1,"
+     "mem_mode=reg,txdepth=4,tos=0,peer_timeout_ms=0,validate=1,verbose=0,"
+     "duplex=0,poll=1,"
      "server_inv=0,local_dma_lkey=0,read_inv=0",
      dict(role="client", addr="fe80::1%va", port="65535", size="1",
-          test="fr", txdepth="4", validate="1", poll="1"),
+          test="fr", txdepth="4", peer_timeout_ms="0", validate="1",
+          poll="1"),
      "client,addr=fe80::1%va,port=65535,count=0,size=1,test=fr,mem_mode=reg,"
-     "txdepth=4,tos=0,validate,poll"),
+     "txdepth=4,tos=0,peer_timeout_ms=0,validate,poll"),
     ("wlat", dict(test="wlat"),
-     "port=7174,count=0,size=64,test=wlat,mem_mode=reg,txdepth=64,tos=0"),
+     "port=7174,count=0,size=64,test=wlat,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000"),
     ("rlat", dict(test="rlat"),
-     "port=7174,count=0,size=64,test=rlat,mem_mode=reg,txdepth=64,tos=0"),
+     "port=7174,count=0,size=64,test=rlat,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000"),
     ("fr", dict(test="fr"),
-     "port=7174,count=0,size=64,test=fr,mem_mode=reg,txdepth=64,tos=0"),
+     "port=7174,count=0,size=64,test=fr,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000"),
     ("role=none", {}, DEFAULT_CANON),
     ("count=0", {}, DEFAULT_CANON),
     ("client\n", dict(role="client"),
      "client,port=7174,count=0,size=64,test=ping,mem_mode=reg,txdepth=64,"
-     "tos=0"),
+     "tos=0,peer_timeout_ms=30000"),
     # order does not matter; the canonical order is fixed
     ("validate,count=3,addr=10.9.0.2,client",
      dict(role="client", addr="10.9.0.2", count="3", validate="1"),
      "client,addr=10.9.0.2,port=7174,count=3,size=64,test=ping,mem_mode=reg,"
-     "txdepth=64,tos=0,validate"),
+     "txdepth=64,tos=0,peer_timeout_ms=30000,validate"),
 ]
 
 
@@ -94,13 +103,13 @@ def test_options_reflects_attributes(pool):
                      count=100, validate=1)
     assert s.get("options") == (
         "client,addr=10.9.0.1,port=9999,count=100,size=64,test=ping,"
-        "mem_mode=reg,txdepth=64,tos=0,validate")
+        "mem_mode=reg,txdepth=64,tos=0,peer_timeout_ms=30000,validate")
     s.set("validate", 0)
     s.set("poll", 1)
     s.set("addr", "FE80::0001%vb")
     assert s.get("options") == (
         "client,addr=fe80::1%vb,port=9999,count=100,size=64,test=ping,"
-        "mem_mode=reg,txdepth=64,tos=0,poll")
+        "mem_mode=reg,txdepth=64,tos=0,peer_timeout_ms=30000,poll")
 
 
 def test_options_starts_from_defaults(pool):

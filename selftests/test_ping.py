@@ -21,8 +21,8 @@ def check_run(srv, cli, count, size, sstate, cstate):
     assert (sstate, cstate) == ("done", "done"), \
         f"{srv.describe()} | {cli.describe()}"
     assert srv.error == 0 and cli.error == 0
-    assert srv.device in krping.RDMA_DEVICES, srv.describe()
-    assert cli.device in krping.RDMA_DEVICES, cli.describe()
+    assert krping.uses_test_device(srv), srv.describe()
+    assert krping.uses_test_device(cli), cli.describe()
     assert cli.stats() == ping_stats("client", count, size), cli.describe()
     assert srv.stats() == ping_stats("server", count, size), srv.describe()
     assert srv.get("start") == "0" and cli.get("start") == "0"
@@ -35,17 +35,20 @@ def ping_pair(pool, count, size, **kw):
     return srv, cli
 
 
+@pytest.mark.either
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
 @pytest.mark.parametrize("size", SIZES)
 def test_ping(pool, size, mem_mode):
     ping_pair(pool, count_for(size), size, mem_mode=mem_mode)
 
 
+@pytest.mark.either
 @pytest.mark.parametrize("size", [64, 65536])
 def test_ping_server_inv(pool, size):
     ping_pair(pool, count_for(size), size, server_inv=1)
 
 
+@pytest.mark.either
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
 @pytest.mark.parametrize("size", [64, 65536])
 def test_ping_local_dma_lkey(pool, size, mem_mode):
@@ -53,6 +56,7 @@ def test_ping_local_dma_lkey(pool, size, mem_mode):
               mem_mode=mem_mode)
 
 
+@pytest.mark.either
 @pytest.mark.parametrize("extra", [
     dict(poll=1),
     dict(verbose=1),
@@ -65,6 +69,7 @@ def test_ping_variants(pool, extra):
     ping_pair(pool, 10, 64, **extra)
 
 
+@pytest.mark.either
 @pytest.mark.parametrize("size", [64, 65536])
 def test_ping_read_inv(pool, size):
     """read_inv=1: the server's READ of the client's buffer invalidates the
@@ -87,11 +92,13 @@ def test_ping_read_inv(pool, size):
     assert srv.state == "stopped" and srv.error == 0, srv.describe()
 
 
+@pytest.mark.either
 def test_ping_without_validate(pool):
     srv, cli = pool.pair(count=5, size=128)
     check_run(srv, cli, 5, 128, *run_pair(srv, cli))
 
 
+@pytest.mark.either
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
 def test_ping_max_size(pool, mem_mode):
     """The largest size the ABI takes (4 MiB) runs where the device can

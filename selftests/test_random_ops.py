@@ -254,7 +254,8 @@ class Worker:
             return "port=" in text
         if f in krping.BOOL_ATTRS:
             return text in ("0", "1")
-        if f in ("port", "count", "size", "txdepth", "tos"):
+        if f in ("port", "count", "size", "txdepth", "tos",
+                 "peer_timeout_ms"):
             return text.isdigit()
         return True
 

@@ -26,8 +26,9 @@ def test_defaults(pool):
     for attr, value in krping.DEFAULTS.items():
         assert s.get(attr) == value, f"default of {attr}"
     assert s.get("start") == "0"
-    assert s.get("options") == \
-        "port=7174,count=0,size=64,test=ping,mem_mode=reg,txdepth=64,tos=0"
+    assert s.get("options") == (
+        "port=7174,count=0,size=64,test=ping,mem_mode=reg,txdepth=64,tos=0,"
+        "peer_timeout_ms=30000")
     assert s.state == "idle"
     assert s.error == 0
     assert s.device == ""
@@ -162,6 +163,9 @@ GOOD = [
     ("txdepth", "16384", "16384"),
     ("tos", "0", "0"),
     ("tos", "255", "255"),
+    ("peer_timeout_ms", "0", "0"),
+    ("peer_timeout_ms", "5000", "5000"),
+    ("peer_timeout_ms", "3600000", "3600000"),
 ] + [(b, v, v) for b in krping.BOOL_ATTRS for v in ("1", "0")]
 
 

@@ -68,18 +68,20 @@ BOOL_ATTRS = ("validate", "verbose", "duplex", "poll", "server_inv",
               "local_dma_lkey", "read_inv")
 # Every configfs attribute holding a setting (not "options", not "start").
 OPTION_ATTRS = ("role", "addr", "port", "count", "size", "test",
-                "mem_mode", "txdepth", "tos") + BOOL_ATTRS
+                "mem_mode", "txdepth", "tos", "peer_timeout_ms") + BOOL_ATTRS
 ALL_ATTRS = OPTION_ATTRS + ("options", "start")
 # How the module parses each attribute: one parser per kind.
 ATTR_KIND = {"role": "enum", "test": "enum", "mem_mode": "enum",
              "addr": "addr", "port": "number", "count": "number",
              "size": "number", "txdepth": "number", "tos": "number",
+             "peer_timeout_ms": "number",
              "options": "options", "start": "start",
              **{b: "bool" for b in BOOL_ATTRS}}
 
 DEFAULTS = {
     "role": "none", "addr": "", "port": "7174", "count": "0", "size": "64",
     "test": "ping", "mem_mode": "reg", "txdepth": "64", "tos": "0",
+    "peer_timeout_ms": "30000",
     "validate": "0", "verbose": "0", "duplex": "0", "poll": "0",
     "server_inv": "0", "local_dma_lkey": "0", "read_inv": "0",
 }
@@ -283,6 +285,13 @@ class Session:
     def stats(self):
         return {name: self.stat(name) for name in STATS}
 
+    def read_ints(self, directory):
+        """{file: int} of a directory of counters in the results
+        (stats, latency, bandwidth)."""
+        d = self.sys / directory
+        return {f.name: int(read_text(f)) for f in d.iterdir()
+                if f.is_file()}
+
     def describe(self):
         """One line for failure messages."""
         try:
@@ -384,30 +393,219 @@ class Session:
             self.remove()
 
 
+class RemoteSession(Session):
+    """A session on the remote host of a two-host topology (lib/env.py),
+    driven through its remote's cmd() (lib/remote.py). Same interface as
+    Session; a wait polls the remote state file from a loop that runs
+    there, one ssh call per wait."""
+
+    POLL = 0.1      # seconds between two reads of the remote state
+
+    def __init__(self, remote, name, create=True):
+        self.remote = remote
+        self.name = name
+        self.cfg = f"{CONFIGFS}/{name}"
+        self.sys = f"{SYSFS}/{name}"
+        self._stale = None
+        self.removed = False
+        if create:
+            self.remote.cmd(f"mkdir {self.cfg}")
+
+    def __repr__(self):
+        return f"RemoteSession({self.name!r} on {self.remote})"
+
+    def get(self, attr):
+        return self.remote.read(f"{self.cfg}/{attr}")
+
+    def set(self, attr, value):
+        self.remote.write(f"{self.cfg}/{attr}", fmt(value))
+
+    def try_set(self, attr, value):
+        try:
+            self.set(attr, value)
+        except OSError as e:
+            return e.errno
+        return 0
+
+    def configure(self, **attrs):
+        for attr, value in attrs.items():
+            try:
+                self.set(attr, value)
+            except OSError as e:
+                raise KrpingError(
+                    f"{self.name} (remote): {attr}={fmt(value)!r} refused: "
+                    f"{errname(e.errno)}") from e
+        return self
+
+    def _arm(self):
+        state = self.state
+        self._stale = state if state in TERMINAL else None
+
+    def start(self):
+        self._arm()
+        try:
+            self.set("start", 1)
+        except OSError:
+            self._stale = None
+            raise
+
+    def try_start(self):
+        self._arm()
+        err = self.try_set("start", 1)
+        if err:
+            self._stale = None
+        return err
+
+    @property
+    def state(self):
+        return self.remote.read(f"{self.sys}/state")
+
+    @property
+    def error(self):
+        return int(self.remote.read(f"{self.sys}/error"))
+
+    @property
+    def device(self):
+        return self.remote.read(f"{self.sys}/device")
+
+    def stat(self, name):
+        return self.stats()[name]
+
+    def stats(self):
+        st = self.remote.read_ints(f"{self.sys}/stats")
+        return {name: st[name] for name in STATS}
+
+    def read_ints(self, directory):
+        return self.remote.read_ints(f"{self.sys}/{directory}")
+
+    def describe(self):
+        try:
+            return (f"{self.name} (remote): state={self.state} "
+                    f"error={errname(self.error)} device={self.device!r} "
+                    f"stats={self.stats()}")
+        except Exception as e:          # for failure messages only
+            return f"{self.name} (remote): unreadable ({e})"
+
+    def _close(self):
+        pass
+
+    def wait_state(self, states, timeout=TIMEOUT):
+        """Wait until the remote state is one of states; return it. A
+        terminal state seen at start() counts only after the state was
+        seen to change (as Session.wait_state)."""
+        if isinstance(states, str):
+            states = (states,)
+        for s in states:
+            if s not in STATES:
+                raise ValueError(f"unknown state {s!r}")
+        want = " ".join(states)
+        stale = self._stale or "-"
+        # Prints the state reached, or "timeout <states seen>".
+        script = (f"f={self.sys}/state; seen=; stale={stale}; "
+                  f"end=$(( $(date +%s) + {math.ceil(timeout)} )); "
+                  "while :; do s=$(cat $f) || exit 2; "
+                  "case \" $seen \" in *\" $s \"*) ;; *) seen=\"$seen $s\";; esac; "
+                  "[ \"$s\" = \"$stale\" ] || stale=-; "
+                  f"case \" {want} \" in *\" $s \"*) "
+                  "[ \"$stale\" = - ] && { echo $s; exit 0; };; esac; "
+                  "[ $(date +%s) -ge $end ] && { echo timeout$seen; exit 3; }; "
+                  f"sleep {self.POLL}; done")
+        cp = self.remote.cmd(script, check=False, timeout=timeout + 30)
+        out = cp.stdout.strip()
+        if cp.returncode == 0:
+            self._stale = None
+            return out
+        if cp.returncode == 3:
+            raise StateTimeout(
+                f"{self.name} (remote): no state in {states} within "
+                f"{timeout:g}s; seen {out.split()[1:]}; {self.describe()}")
+        raise KrpingError(f"{self.name} (remote): cannot read its state: "
+                          f"{cp.stderr.strip()}")
+
+    @property
+    def exists(self):
+        return self.remote.cmd(f"test -d {self.cfg}", check=False) \
+            .returncode == 0
+
+    def remove(self):
+        t0 = time.monotonic()
+        cp = self.remote.cmd(f"rmdir {self.cfg}", check=False)
+        if cp.returncode:
+            from lib.remote import errno_of
+            err = errno_of(cp.stderr)
+            raise OSError(err, f"rmdir {self.cfg} (remote): "
+                          f"{os.strerror(err)}")
+        self.removed = True
+        return time.monotonic() - t0
+
+
 class SessionPool:
-    """Creates uniquely named sessions and removes them all in cleanup()."""
+    """Creates uniquely named sessions and removes them all in cleanup().
 
-    def __init__(self):
+    In a two-host topology (lib/env.py) pair() puts one side on the
+    remote host; session(remote=True) makes a remote one by hand.
+    """
+
+    def __init__(self, remote_side="server"):
         self.sessions = []
+        self._remote = None
+        self.remote_side = remote_side
 
-    def session(self, prefix="k", **attrs):
-        s = Session(unique_name(prefix))
+    @property
+    def remote(self):
+        """The remote host of the topology (lib/remote.py), or None."""
+        if self._remote is None:
+            from lib import env, remote
+            self._remote = remote.connect(env.topology())
+        return self._remote
+
+    def session(self, prefix="k", remote=False, **attrs):
+        name = unique_name(prefix)
+        if remote:
+            if self.remote is None:
+                raise KrpingError("no remote host configured (REMOTE_TYPE)")
+            s = RemoteSession(self.remote, name)
+        else:
+            s = Session(name)
         self.sessions.append(s)
         s.configure(**attrs)
         return s
 
     def pair(self, count=10, size=64, port=None, server=None, client=None,
-             **both):
-        """A server on SERVER_ADDR and a client connecting to it.
+             remote_side=None, **both):
+        """A server and a client connecting to it.
 
+        On one host both are here and the server listens on SERVER_ADDR.
+        With a remote host, remote_side ("server" or "client", default
+        the pool's) runs there, the other here, and the server listens on its own host's
+        address on the link (REMOTE_ADDR or LOCAL_ADDR).
         both: attributes for both sides; server/client: per-side extras.
         """
+        from lib import env
+        topo = env.topology()
+        remote_side = remote_side or self.remote_side
+        remote_srv = topo.two_host and remote_side == "server"
+        remote_cli = topo.two_host and remote_side == "client"
+        if topo.two_host and not (remote_srv or remote_cli):
+            raise ValueError(f"remote_side {remote_side!r}")
+        addr = SERVER_ADDR
+        if topo.two_host:
+            addr = topo.remote_addr if remote_srv else topo.local_addr
         port = next_port() if port is None else port
-        common = dict(addr=SERVER_ADDR, port=port, count=count, size=size)
+        common = dict(addr=addr, port=port, count=count, size=size)
         common.update(both)
-        srv = self.session("s", role="server", **dict(common, **(server or {})))
-        cli = self.session("c", role="client", **dict(common, **(client or {})))
+        srv = self.session("s", remote=remote_srv, role="server",
+                           **dict(common, **(server or {})))
+        cli = self.session("c", remote=remote_cli, role="client",
+                           **dict(common, **(client or {})))
         return srv, cli
+
+    def forget_remote(self):
+        """The remote host lost its sessions (powered off): do not try
+        to remove them."""
+        for s in self.sessions:
+            if isinstance(s, RemoteSession):
+                s.removed = True
 
     def cleanup(self):
         """rmdir every session still present; return a list of problems."""
@@ -416,14 +614,26 @@ class SessionPool:
             if s.removed:
                 continue
             s._close()
-            if not s.cfg.exists():
-                continue
             try:
+                if not s.exists:
+                    continue
                 s.remove()
             except OSError as e:
                 problems.append(f"rmdir {s.cfg}: {errname(e.errno)}")
+            except Exception as e:      # the remote host went away
+                problems.append(f"rmdir {s.cfg}: {e}")
         self.sessions.clear()
         return problems
+
+
+def uses_test_device(s):
+    """Did the session run on a device of the test topology? On one host
+    one of RDMA_DEVICES; across two hosts any (a lab names its own)."""
+    from lib import env
+    device = s.device
+    if env.topology().two_host:
+        return device != ""
+    return device in RDMA_DEVICES
 
 
 def run_pair(srv, cli, timeout=TIMEOUT):
@@ -683,12 +893,14 @@ BENCH_SETUP_MSGS = 2
 
 def session_latency(s):
     """{name: int} of /sys/kernel/krping/<name>/latency/."""
-    return {k: int(read_text(s.sys / "latency" / k)) for k in LATENCY}
+    values = s.read_ints("latency")
+    return {k: values[k] for k in LATENCY}
 
 
 def session_bandwidth(s):
     """{name: int} of /sys/kernel/krping/<name>/bandwidth/."""
-    return {k: int(read_text(s.sys / "bandwidth" / k)) for k in BANDWIDTH}
+    values = s.read_ints("bandwidth")
+    return {k: values[k] for k in BANDWIDTH}
 
 
 def session_reset(s, value=1):
