@@ -14,7 +14,8 @@
 #   make check-STAGE      one stage of check (deps build selftests smoke
 #                         debug-kernel debug-kunit debug-rxe debug-siw), or
 #                         kunit: the KUnit suites on UML (not in check), or
-#                         kcsan: the selftests on a KCSAN kernel (not in check)
+#                         kcsan: the selftests on a KCSAN kernel (not in check), or
+#                         two-host: the selftests across two guests (not in check)
 #   make run              deps, builds, then the demo in a 6.12 VM
 #   make vm CMD='...'     run CMD in a VM (KVER=6.12|6.1; see scripts/testbed/vm-run)
 #   make bench            krping against perftest on rxe in a 6.12 VM (not in check)
@@ -29,7 +30,8 @@ KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
 KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
-CHECK_STAGES := deps build selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan
+CHECK_STAGES := deps build selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
+	two-host
 
 .PHONY: all modules clean deps build check run vm \
 	$(addprefix check-,$(CHECK_STAGES))

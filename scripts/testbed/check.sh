@@ -11,6 +11,12 @@
 #                                                 selftests-<kver>-dmesg.tap
 #   smoke      selftests/smoke_ping.sh in a 6.1 VM  -> smoke-<kver>.tap,
 #                                                 smoke-<kver>-dmesg.tap
+#   two-host   (only when named: make check-two-host) the tests marked
+#              either or two_host across two 6.12 guests (vm-pair: rxe on
+#              a virtio-net link, ssh on a second one), with the power
+#              cut of the remote guest
+#                                 -> two-host.tap, two-host-dmesg.tap,
+#                                    two-host-remote-dmesg.tap
 #   debug-kernel  the debug kernel (debug-kernel.sh: KASAN, lockdep,
 #              kmemleak, ...; cached) and the modules built for it, W=1
 #                                              -> debug-kernel.tap,
@@ -55,7 +61,7 @@ set -euo pipefail
 # (UML) runs only when asked for, since debug-kunit runs the same suites
 # on an SMP kernel with the checkers.
 ALL=(deps build debug-kernel debug-rxe debug-kunit debug-siw selftests smoke)
-KNOWN=("${ALL[@]}" kunit kcsan)
+KNOWN=("${ALL[@]}" kunit kcsan two-host)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
 SMOKE_KVER=${KRPING_SMOKE_KVER:-6.1}
@@ -130,6 +136,35 @@ vm_stage() {
 }
 
 stage_selftests() { vm_stage selftests "$SELFTESTS_KVER" selftests/run_tests.sh; }
+
+# pair_stage STAGE LOCAL-SERIES REMOTE-SERIES VM-PAIR-ARGS... -- TESTS...:
+# the selftests marked either or two_host, across two guests.
+pair_stage() {
+	local stage=$1 a=$2 b=$3 akver bkver k pair_args=()
+	shift 3
+	while (($#)) && [[ $1 != -- ]]; do pair_args+=("$1"); shift; done
+	shift
+	for k in "$a" "$b"; do
+		if ! k=$(tb_kver "$k") || [[ ! -f $KRPING_CACHE/ko/$k/rdma_krping.ko ]]; then
+			# The build stage has already counted this as a failure.
+			skip_tap "$RESULTS/$stage.tap" "$stage" "no kernel $k with rdma_krping.ko built"
+			return 0
+		fi
+	done
+	akver=$(tb_kver "$a") bkver=$(tb_kver "$b")
+	"$TB_DIR/vm-pair" --kver "$akver" --remote-kver "$bkver" "${pair_args[@]}" \
+		--out "$RESULTS/vm-$stage" --timeout "$(vm_timeout selftests/run_tests.sh)" \
+		--dmesg-tap "$RESULTS/$stage-dmesg.tap" \
+		--remote-dmesg-tap "$RESULTS/$stage-remote-dmesg.tap" -- \
+		selftests/run_tests.sh -m "either or two_host" "$@" | tee "$RESULTS/$stage.tap"
+}
+# Across two hosts: ping at the sizes and memory modes of test_ping, the
+# benchmarks with exact counters, wlat against rlat, and the power cut.
+stage_two-host() {
+	pair_stage two-host 6.12 6.12 --provider rxe -- \
+		test_two_hosts.py test_ping.py test_bench.py \
+		-k "test_two_hosts or (test_ping and (64-reg or 65536-dma)) or (test_bench_completes and reg) or starve"
+}
 stage_smoke() { vm_stage smoke "$SMOKE_KVER" selftests/smoke_ping.sh; }
 
 stage_debug-kernel() {
@@ -231,7 +266,7 @@ stage_kcsan() {
 # at most $KRPING_CHECK_JOBS at once, in the order of ALL.
 declare -A NEEDS=(
 	[build]=deps [kunit]=deps [debug-kernel]=deps
-	[selftests]=build [smoke]=build
+	[selftests]=build [smoke]=build [two-host]=build
 	[debug-kunit]=debug-kernel [debug-rxe]=debug-kernel [debug-siw]=debug-kernel
 )
 JOBS=${KRPING_CHECK_JOBS:-2}

@@ -24,6 +24,9 @@ PKGS=(
 	# Real ULPs over ropcie in the guest (test_ulp.py): nfsd's tools and
 	# mount.nfs4. Their services are never started on the host.
 	nfs-kernel-server nfs-common
+	# The two-guest bed (vm-pair): sshd in the remote guest, ssh and ping
+	# in the local one. sshd never runs on the host (policy-rc.d below).
+	openssh-server openssh-client iputils-ping
 	# Test bed plumbing (patch: the debug kernel's fixes).
 	patch
 	coreutils util-linux

@@ -428,13 +428,23 @@ class RemoteSession(Session):
         return 0
 
     def configure(self, **attrs):
-        for attr, value in attrs.items():
-            try:
-                self.set(attr, value)
-            except OSError as e:
-                raise KrpingError(
-                    f"{self.name} (remote): {attr}={fmt(value)!r} refused: "
-                    f"{errname(e.errno)}") from e
+        """All the writes in one remote command (one ssh round trip);
+        the first refused one is reported with its errno."""
+        if not attrs:
+            return self
+        import shlex
+        from lib.remote import errno_of
+        script = f"cd {self.cfg} && " + " && ".join(
+            f"{{ printf %s {shlex.quote(fmt(v))} > {a} || "
+            f"{{ echo {a} >&2; exit 1; }}; }}" for a, v in attrs.items())
+        cp = self.remote.cmd(script, check=False)
+        if cp.returncode:
+            lines = cp.stderr.strip().splitlines()
+            attr = lines[-1] if lines else "?"
+            err = errno_of("\n".join(lines[:-1]))
+            raise KrpingError(
+                f"{self.name} (remote): {attr}={fmt(attrs.get(attr))!r} "
+                f"refused: {errname(err)}")
         return self
 
     def _arm(self):
