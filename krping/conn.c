@@ -669,6 +669,13 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	krping_session_set_device(run->sess, dev);
 
 	run->port_num = id->port_num;
+	/*
+	 * No keepalive on iWARP for now: siw completed the zero-length READ
+	 * probe of a bw server with a local length error while the client's
+	 * WRITEs streamed in, which broke a healthy connection.
+	 */
+	if (rdma_protocol_iwarp(dev, id->port_num))
+		run->peer_timeout = 0;
 	INIT_IB_EVENT_HANDLER(&run->port_events, dev, krping_port_event);
 	ib_register_event_handler(&run->port_events);
 

@@ -14,8 +14,8 @@ must go on well past peer_timeout_ms:
   client only registers and invalidates locally), so both probe;
 - with peer_timeout_ms=0 nobody probes.
 
-On the test bed's device (rxe or siw) and on ropcie, whose zero-length
-READ is its own code.
+On the test bed's device over RoCE (rxe). Not on iWARP (siw, ropcie):
+there is no keepalive there for now (Documentation/krping.rst).
 
 Whether a peer that really vanishes is noticed needs a second kernel:
 test_two_hosts.py powers the peer guest off.
@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from lib import krping, ropcie
+from lib import krping
 
 # Long enough for a probe's round trip on the debug kernel under a bw
 # run's load (measured well under a second), short enough to see a few.
@@ -44,13 +44,15 @@ def probes(log, sess):
 def device_addr(request):
     """The server address: the test bed's device, or ropcie0's."""
     if request.param == "bed":
+        if krping.IWARP:
+            pytest.skip("no keepalive on iWARP: siw failed the zero-length "
+                        "READ of a bw server with a local length error "
+                        "(Documentation/krping.rst)")
         yield krping.SERVER_ADDR
         return
-    if not krping.module_loaded("ropcie"):
-        pytest.skip("ropcie not loaded (build ropcie.ko; vm-run loads it)")
-    ropcie.ensure_setup()
-    yield ropcie.ADDR
-    ropcie.teardown_setup()
+    pytest.skip("no keepalive on iWARP, and ropcie is an iWARP device: "
+                "siw failed the zero-length READ of a bw server with a local "
+                "length error (Documentation/krping.rst)")
 
 
 def quiet_run(pool, test, peer_timeout_ms, addr):
@@ -111,6 +113,7 @@ def test_zero_timeout_never_probes(pool, dyndbg):
                     "be seen")
     log = krping.Kmsg()
     srv, cli = quiet_run(pool, "bw", 0, krping.SERVER_ADDR)
+    # (on iWARP nobody ever probes: a weaker check, still true)
     seen = probes(log, srv) + probes(log, cli)
     stop_pair(srv, cli)
     assert seen == []
