@@ -448,23 +448,9 @@ class RemoteSession(Session):
         return self
 
     def _arm(self):
+        # start() and try_start() are Session's; they arm through this.
         state = self.state
         self._stale = state if state in TERMINAL else None
-
-    def start(self):
-        self._arm()
-        try:
-            self.set("start", 1)
-        except OSError:
-            self._stale = None
-            raise
-
-    def try_start(self):
-        self._arm()
-        err = self.try_set("start", 1)
-        if err:
-            self._stale = None
-        return err
 
     @property
     def state(self):
