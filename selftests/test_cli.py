@@ -69,6 +69,26 @@ def inproc(tool, capsys, *args):
     return rc, out, err
 
 
+def interrupt_when_running(argv, session, timeout):
+    """Run the CLI (argv), Ctrl-C it once its session here (named
+    session) runs; return (exit status, stderr)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        krping.wait_for(lambda: (krping.SYSFS / session).is_dir(),
+                        timeout=timeout, what=f"session {session}")
+        s = krping.Session(session, create=False)
+        s.wait_state("running", timeout)
+        s._close()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode, err
+
+
 def leftovers(prefix):
     return sorted(p.name for p in krping.CONFIGFS.iterdir()
                   if p.name.startswith(prefix))
@@ -295,22 +315,10 @@ def test_duration(name):
 
 @krping.STOCK_ONLY
 def test_interrupt_removes_sessions(name):
-    p = subprocess.Popen([PY, str(TOOL), "pair", *map(str, common(count=0)),
-                          "--name", name], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        krping.wait_for(lambda: (krping.SYSFS / (name + "c")).is_dir(),
-                        what="the client session")
-        c = krping.Session(name + "c", create=False)
-        c.wait_state("running", krping.SHORT_TIMEOUT)
-        c._close()
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=krping.SHORT_TIMEOUT)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 130, err
+    rc, err = interrupt_when_running(
+        [PY, str(TOOL), "pair", *map(str, common(count=0)), "--name", name],
+        name + "c", krping.SHORT_TIMEOUT)
+    assert rc == 130, err
     assert "interrupted" in err
 
 

@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""tools/krping pair --remote HOST: one side here, the other on the
+remote host through ssh (lib/env.py's REMOTE_ARGS is the HOST).
+
+The CLI must print both sides' results, count exactly, and leave no
+session on either host, whether the run ends, is refused or is
+interrupted with Ctrl-C.
+"""
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from lib import env, krping
+from lib.remote import SshRemote
+from test_cli import PY, TOOL, interrupt_when_running, leftovers
+
+pytestmark = [pytest.mark.two_host,
+              pytest.mark.skipif(not TOOL.exists(),
+                                 reason=f"{TOOL} not present")]
+
+COUNT = 50
+SIDES = pytest.mark.parametrize("remote_side", ["server", "client"],
+                                ids=lambda s: f"remote-{s}")
+
+
+@pytest.fixture
+def topo():
+    return env.topology()
+
+
+@pytest.fixture
+def remote(topo):
+    return SshRemote(topo.remote_args)
+
+
+def remote_leftovers(remote, prefix):
+    out = remote.cmd(f"ls {krping.CONFIGFS}").stdout.split()
+    return sorted(n for n in out if n.startswith(prefix))
+
+
+@pytest.fixture
+def name(remote):
+    """A session name prefix; no session of it may be left on either
+    host afterwards."""
+    prefix = krping.unique_name("r")
+    yield prefix
+    here = leftovers(prefix)
+    there = remote_leftovers(remote, prefix)
+    for n in here:
+        (krping.CONFIGFS / n).rmdir()
+    for n in there:
+        remote.cmd(f"rmdir {krping.CONFIGFS}/{n}", check=False)
+    assert (here, there) == ([], []), \
+        f"left behind: here {here}, on the remote host {there}"
+
+
+def server_addr(topo, remote_side):
+    return topo.remote_addr if remote_side == "server" else topo.local_addr
+
+
+def remote_cli(topo, name, remote_side, *args):
+    return [PY, str(TOOL), "pair", "--remote", topo.remote_args,
+            "--remote-side", remote_side, "--name", name,
+            "--addr", server_addr(topo, remote_side),
+            "--port", str(krping.next_port()), *map(str, args)]
+
+
+def run(argv, timeout=krping.TIMEOUT * 2):
+    return subprocess.run(argv, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@SIDES
+@pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw"])
+def test_remote_pair_json(topo, name, remote_side, test):
+    size = 4096
+    cp = run(remote_cli(topo, name, remote_side, "--test", test, "--size",
+                        size, "--count", COUNT, "--validate", "--json")
+             if test == "ping" else
+             remote_cli(topo, name, remote_side, "--test", test, "--size",
+                        size, "--count", COUNT, "--json"))
+    assert cp.returncode == 0, cp.stderr
+    run_ = json.loads(cp.stdout)["results"][0]
+    assert run_["ok"], cp.stderr
+    sides = run_["sides"]
+    assert sides[remote_side]["host"] == topo.remote_args
+    local_side = "client" if remote_side == "server" else "server"
+    assert sides[local_side]["host"] is None
+    for side, res in sides.items():
+        assert res["state"] == "done", (side, res)
+        assert res["error"] == 0, (side, res)
+        assert res["size"] == size and res["count"] == COUNT
+    cli_stats = sides["client"]["stats"]
+    assert cli_stats["iterations"] == COUNT, cli_stats
+    if test == "ping":
+        for side in ("client", "server"):
+            assert sides[side]["stats"] == krping.ping_stats(side, COUNT,
+                                                             size), side
+    elif test == "wlat":
+        assert cli_stats["write_msgs"] == COUNT
+        assert sides["server"]["stats"]["write_msgs"] == COUNT
+    elif test == "rlat":
+        assert cli_stats["read_msgs"] == COUNT
+        assert cli_stats["read_bytes"] == COUNT * size
+    else:
+        assert cli_stats["write_msgs"] == COUNT
+        assert cli_stats["write_bytes"] == COUNT * size
+    fig = sides["client"]["figures"]
+    assert fig is not None
+    if test == "bw":
+        assert fig["kind"] == "bandwidth" and \
+            fig["bw_average_mb_per_sec"] > 0
+    else:
+        assert fig["kind"] == "latency" and fig["samples"] == COUNT
+
+
+@SIDES
+def test_remote_pair_table_labels_the_hosts(topo, name, remote_side):
+    cp = run(remote_cli(topo, name, remote_side, "--test", "wlat",
+                        "--count", 20))
+    assert cp.returncode == 0, cp.stderr
+    rows = [l for l in cp.stdout.splitlines() if l.startswith(" 64 ")]
+    where = {"server": "this host", "client": "this host"}
+    where[remote_side] = topo.remote_args
+    want = sorted(f"({side} on {host})" for side, host in where.items())
+    assert sorted(r.split("   ")[-1].strip() for r in rows) == want, \
+        cp.stdout
+
+
+@SIDES
+def test_remote_interrupt_removes_both_sides(topo, remote, name,
+                                             remote_side):
+    local = name + ("c" if remote_side == "server" else "s")
+    rc, err = interrupt_when_running(
+        remote_cli(topo, name, remote_side, "--count", 0), local,
+        krping.TIMEOUT)
+    assert rc == 130, err
+    assert "interrupted" in err
+    # the name fixture checks that neither host kept a session
+
+
+def test_remote_value_refused(topo, name):
+    # The remote server refuses tos=256 (0..255) before anything starts;
+    # the message names the host, the attribute and the remote errno.
+    cp = run(remote_cli(topo, name, "server", "--tos", 256, "--count", 1))
+    assert cp.returncode == 2, cp.stderr
+    assert f"on {topo.remote_args}: tos=256 refused: ERANGE" in cp.stderr, \
+        cp.stderr
+
+
+def test_remote_unreachable(topo, name):
+    # Nothing listens on port 1 here: ssh fails at once, before any
+    # session exists.
+    t0 = time.monotonic()
+    cp = run([PY, str(TOOL), "pair", "--remote", "-p 1 root@127.0.0.1",
+              "--name", name, "--addr", topo.local_addr, "--count", "1"])
+    assert cp.returncode == 2, cp.stderr
+    assert "ssh failed" in cp.stderr and "refused" in cp.stderr, cp.stderr
+    assert time.monotonic() - t0 < krping.SHORT_TIMEOUT
