@@ -13,9 +13,10 @@
 #                         overlapping; summary, last line "N passed, N failed, ..."
 #   make check-STAGE      one stage of check (deps build selftests smoke
 #                         debug-kernel debug-kunit debug-rxe debug-siw), or
+#                         two-host: the suite across a 6.12 and a 6.1 guest (not in check), or
 #                         kunit: the KUnit suites on UML (not in check), or
 #                         kcsan: the selftests on a KCSAN kernel (not in check), or
-#                         two-host: the selftests across two guests (not in check)
+#                         two-host-all: every two-host test across two 6.12 guests (not in check)
 #   make run              deps, builds, then the demo in a 6.12 VM
 #   make vm CMD='...'     run CMD in a VM (KVER=6.12|6.1; see scripts/testbed/vm-run)
 #   make bench            krping against perftest on rxe in a 6.12 VM (not in check)
@@ -31,7 +32,7 @@ KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
 CHECK_STAGES := deps build selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
-	two-host
+	two-host two-host-all
 
 .PHONY: all modules clean deps build check run vm \
 	$(addprefix check-,$(CHECK_STAGES))

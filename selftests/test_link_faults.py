@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The data link between two hosts misbehaves: it drops, delays and
+reorders packets, goes down for a moment, or goes down for good.
+
+Needs a remote host (lib/env.py). Loss and reordering are tc netem on
+the egress of both hosts' data interfaces (the ones holding LOCAL_ADDR
+and REMOTE_ADDR), so they run on a lab's own hosts too (they need tc
+and sch_netem there, and ssh to the remote host must not go through the
+data interface); taking a NIC's carrier away needs the test bed's
+control of the virtual NICs (scripts/testbed/vm-pair, lib/bed.py) and
+skips elsewhere with the reason.
+
+What must hold (Documentation/testing.rst, "Faults across hosts"):
+- under loss or reordering a reliable connection hides the fault: every
+  run completes with exact counters, ping data validated;
+- a link that goes silent (every frame dropped, carriers up) for less
+  than the transport's retry budget (rxe: retry_count 7 of about a
+  second each) is the same: the run completes, exactly;
+- a link silent for good fails both sides with -ETIMEDOUT within
+  peer_timeout_ms plus a margin;
+- a lost carrier (the NIC's link down) ends the run on that side with
+  -ENETDOWN at once, even if it comes back, and its peer fails in the
+  same bound;
+- after a failure nothing of the runs is left, and with the link back a
+  new run works.
+"""
+
+import errno
+import time
+
+import pytest
+
+from lib import bed, env, krping
+from lib.remote import SshRemote
+
+pytestmark = pytest.mark.two_host
+
+# Sizes and counts small enough for rxe's retransmissions under loss
+# (a lost tail packet costs one ack timeout), large enough that every
+# run spans many packets: 4 KiB are four rxe packets at a 1500 MTU.
+SIZE = 4096
+COUNT = 100
+TESTS = ("ping", "wlat", "rlat", "bw")
+IMPAIRMENTS = {
+    "loss1": "loss 1%",
+    "loss5": "loss 5%",
+    # netem reorders by sending some packets at once and delaying the
+    # rest: 25 % jump a 5 ms queue.
+    "reorder": "delay 5ms reorder 25% 50%",
+}
+PEER_TIMEOUT_MS = 5000
+MARGIN = 20.0 if krping.SLOW else 8.0
+# A silence well inside rxe's retry budget (about 8 s) and the keepalive.
+BLIP = 1.5
+
+
+def topo():
+    return env.topology()
+
+
+def remote():
+    return SshRemote(topo().remote_args)
+
+
+def netdev_of(addr, run):
+    """The interface holding addr, with run(cmd) -> stdout."""
+    out = run(f"ip -o addr show to {addr}")
+    words = out.split()
+    if len(words) < 2:
+        raise RuntimeError(f"no interface has {addr}: {out!r}")
+    return words[1]
+
+
+def local_sh(cmd):
+    return krping.run(["sh", "-c", cmd]).stdout
+
+
+def remote_sh(cmd):
+    return remote().cmd(cmd).stdout
+
+
+@pytest.fixture(scope="module")
+def netdevs():
+    # Module scope: set up before the topology fixture could skip.
+    t = topo()
+    if not t.two_host:
+        pytest.skip("needs a remote host: set REMOTE_TYPE, REMOTE_ARGS, "
+                    "LOCAL_ADDR and REMOTE_ADDR (selftests/krping.config)")
+    return (netdev_of(t.local_addr, local_sh),
+            netdev_of(t.remote_addr, remote_sh))
+
+
+def set_qdisc(netdevs, spec):
+    """netem spec on both egresses, or the default qdisc for None."""
+    here, there = netdevs
+    for dev, sh in ((here, local_sh), (there, remote_sh)):
+        sh(f"tc qdisc del dev {dev} root 2>/dev/null; true")
+        if spec:
+            sh(f"modprobe sch_netem 2>/dev/null; "
+               f"tc qdisc add dev {dev} root netem {spec}")
+
+
+@pytest.fixture(params=sorted(IMPAIRMENTS))
+def impaired(request, netdevs):
+    try:
+        set_qdisc(netdevs, IMPAIRMENTS[request.param])
+    except Exception as e:
+        set_qdisc(netdevs, None)
+        pytest.skip(f"tc netem unavailable: {e}")
+    yield IMPAIRMENTS[request.param]
+    set_qdisc(netdevs, None)
+
+
+def exact(test, srv, cli, count, size):
+    """Problems with the counters of a finished run."""
+    problems = []
+    for s in (srv, cli):
+        if s.state != "done" or s.error:
+            problems.append(s.describe())
+    if problems:
+        return problems
+    st = cli.stats()
+    if st["iterations"] != count:
+        problems.append(f"client iterations {st['iterations']} != {count}")
+    if test == "ping":
+        for role, s in (("server", srv), ("client", cli)):
+            want = krping.ping_stats(role, count, size)
+            if s.stats() != want:
+                problems.append(f"{role}: {s.stats()} != {want}")
+    elif test in ("wlat", "bw"):
+        if (st["write_msgs"], st["write_bytes"]) != (count, count * size):
+            problems.append(f"client writes {st}")
+    elif (st["read_msgs"], st["read_bytes"]) != (count, count * size):
+        problems.append(f"client reads {st}")
+    return problems
+
+
+@pytest.mark.parametrize("test", TESTS)
+def test_runs_exact_under_impairment(pool, impaired, test):
+    srv, cli = pool.pair(count=COUNT, size=SIZE, test=test,
+                         validate=int(test == "ping"))
+    t0 = time.monotonic()
+    krping.run_pair(srv, cli, timeout=krping.TIMEOUT * 3)
+    print(f"{test} under netem {impaired}: {COUNT} x {SIZE} B in "
+          f"{time.monotonic() - t0:.1f}s")
+    problems = exact(test, srv, cli, COUNT, SIZE)
+    assert not problems, problems
+
+
+def blackout(dev, on):
+    """Drop every frame leaving this host's data interface (netem loss
+    100%), or stop doing so. The carrier stays up: to both hosts the
+    link is silent, as behind a switch that lost its way. Only here, so
+    that the remote host's ssh answers even where it shares that link's
+    switch; silence in one direction is silence for both transports."""
+    local_sh(f"tc qdisc del dev {dev} root 2>/dev/null; true")
+    if on:
+        local_sh(f"modprobe sch_netem 2>/dev/null; "
+                 f"tc qdisc add dev {dev} root netem loss 100%")
+
+
+@pytest.fixture
+def silence(netdevs):
+    """blackout(on) of the local data interface; off again afterwards."""
+    dev = netdevs[0]
+    try:
+        blackout(dev, False)
+    except Exception as e:
+        pytest.skip(f"tc unavailable: {e}")
+    yield lambda on: blackout(dev, on)
+    blackout(dev, False)
+
+
+def working(s):
+    st = s.stats()
+    return any(st[k] for k in ("iterations", "write_msgs", "read_msgs"))
+
+
+def start_working(pool, test, count, **attrs):
+    srv, cli = pool.pair(count=count, size=SIZE, test=test,
+                         validate=int(test == "ping"), **attrs)
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    for s in (cli, srv):
+        s.expect_state("running")
+    krping.wait_for(lambda: working(cli), interval=0.1, what="work done")
+    return srv, cli
+
+
+def nothing_left(pool, before_res):
+    assert pool.cleanup() == []
+    krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
+                    what="no krping sessions or kthreads")
+    assert krping.rdma_resource_counts() == before_res
+
+
+def next_run_works(pool):
+    srv, cli = pool.pair(count=10, size=SIZE, validate=1)
+    krping.run_pair(srv, cli, timeout=krping.TIMEOUT)
+    problems = exact("ping", srv, cli, 10, SIZE)
+    assert not problems, f"the next run after the fault: {problems}"
+
+
+@pytest.mark.parametrize("test", TESTS)
+def test_silence_shorter_than_retries_is_survived(pool, silence, test):
+    # Enough work that the silence falls inside the run: 1000
+    # iterations take several seconds under TCG.
+    count = 1000 if test != "bw" else 4000
+    srv, cli = start_working(pool, test, count)
+    silence(True)
+    t0 = time.monotonic()
+    time.sleep(BLIP)
+    silence(False)
+    print(f"link silent for {time.monotonic() - t0:.1f}s, client at "
+          f"{cli.stats()['iterations']} iterations")
+    for s in (cli, srv):
+        s.wait_end(krping.TIMEOUT * 2)
+    problems = exact(test, srv, cli, count, SIZE)
+    assert not problems, problems
+
+
+def test_silence_for_good_fails_bounded(pool, silence):
+    before_res = krping.rdma_resource_counts()
+    srv, cli = start_working(pool, "ping", 0,
+                             peer_timeout_ms=PEER_TIMEOUT_MS)
+    silence(True)
+    t0 = time.monotonic()
+    bound = PEER_TIMEOUT_MS / 1000 + MARGIN
+    for s in (cli, srv):
+        left = max(1.0, bound - (time.monotonic() - t0))
+        assert s.wait_end(left) == "failed", s.describe()
+        assert s.error == -errno.ETIMEDOUT, s.describe()
+    print(f"both sides failed -ETIMEDOUT {time.monotonic() - t0:.1f}s "
+          f"into the silence (bound {bound:g}s)")
+    nothing_left(pool, before_res)
+    silence(False)
+    next_run_works(pool)
+
+
+@pytest.fixture
+def link_control():
+    """The bed can take the data link's carrier away; it is back
+    afterwards."""
+    if not bed.available():
+        pytest.skip("no control of the data link: needs the test bed's "
+                    "vm-pair (KRPING_BED_CTL)")
+    yield
+    bed.set_link("both", True)
+
+
+@pytest.mark.parametrize("down", ["blip", "for_good"])
+def test_carrier_loss_fails_cleanly(pool, link_control, down):
+    # krping ends a run whose port goes down (IB_EVENT_PORT_ERR) with
+    # -ENETDOWN at once, however short the loss: the side whose carrier
+    # went; its peer then fails when its work or its keepalive gets no
+    # answer.
+    before_res = krping.rdma_resource_counts()
+    srv, cli = start_working(pool, "ping", 0,
+                             peer_timeout_ms=PEER_TIMEOUT_MS)
+    bed.set_link("local", False)
+    t0 = time.monotonic()
+    if down == "blip":
+        time.sleep(BLIP)
+        bed.set_link("local", True)
+    bound = PEER_TIMEOUT_MS / 1000 + MARGIN
+    assert cli.wait_end(bound) == "failed", cli.describe()
+    assert cli.error == -errno.ENETDOWN, cli.describe()
+    left = max(1.0, bound - (time.monotonic() - t0))
+    assert srv.wait_end(left) == "failed", srv.describe()
+    assert srv.error in (-errno.ETIMEDOUT, -errno.ECONNRESET), \
+        srv.describe()
+    print(f"carrier {down}: here -ENETDOWN, there {srv.error} "
+          f"{time.monotonic() - t0:.1f}s after the loss")
+    nothing_left(pool, before_res)
+    bed.set_link("local", True)
+    next_run_works(pool)
