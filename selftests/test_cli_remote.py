@@ -155,7 +155,7 @@ def test_remote_unreachable(topo, name):
     # Nothing listens on port 1 here: ssh fails at once, before any
     # session exists.
     t0 = time.monotonic()
-    cp = run([PY, str(TOOL), "pair", "--remote", "-p 1 root@127.0.0.1",
+    cp = run([PY, str(TOOL), "pair", "--remote=-p 1 root@127.0.0.1",
               "--name", name, "--addr", topo.local_addr, "--count", "1"])
     assert cp.returncode == 2, cp.stderr
     assert "ssh failed" in cp.stderr and "refused" in cp.stderr, cp.stderr

@@ -174,8 +174,8 @@ pair_stage() {
 # remote side as server and as client, so each kernel serves and
 # connects: ping at two sizes and both memory modes with validation,
 # every benchmark with exact counters, wlat against rlat; then one power
-# cut per role, loss, reordering, a short and a long link cut, and the
-# CLI's --remote. The rest of the two-host tests (the same faults for
+# cut per role, loss, reordering, a short and a long link cut, the CLI's
+# --remote, and rping there against krping here both ways. The rest of the two-host tests (the same faults for
 # every test type and both roles) is two-host-all.
 TWO_HOST_K="(test_ping and not lkey and (64-reg or 65536-dma))"
 TWO_HOST_K+=" or (test_bench_completes and reg and not ping)"
@@ -184,11 +184,11 @@ TWO_HOST_K+=" or mid_run[ping-remote-server] or mid_run[bw-remote-client]"
 TWO_HOST_K+=" or loss5-ping or reorder-bw or survived[ping] or silence_for_good"
 TWO_HOST_K+=" or fails_cleanly[blip]"
 TWO_HOST_K+=" or json[wlat-remote-server] or interrupt_removes_both_sides[remote-client]"
-TWO_HOST_K+=" or unreachable"
+TWO_HOST_K+=" or unreachable or (test_rping_remote and 65535-reg)"
 stage_two-host() {
 	pair_stage two-host 6.12 6.1 --provider rxe --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_link_faults.py \
-		test_cli_remote.py -k "$TWO_HOST_K"
+		test_cli_remote.py test_rping_remote.py -k "$TWO_HOST_K"
 }
 # Every test marked either or two_host, across two 6.12 guests.
 stage_two-host-all() { pair_stage two-host-all 6.12 6.12 --provider rxe --; }

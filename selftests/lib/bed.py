@@ -19,7 +19,7 @@ rename it, so neither reads half a file.
 
 ssh to B goes over a management link that these requests leave alone;
 REMOTE_ARGS (root@10.8.0.2) is the target, with a control master in A's
-/root/.ssh/config. remote_run() runs a command there.
+/root/.ssh/config. Commands there go through lib/remote.py.
 
 Only the standard library: no pytest needed.
 """
@@ -105,18 +105,6 @@ def request(line, timeout=60.0):
 def ssh_argv(*cmd):
     """argv of an ssh to guest B running cmd (one string or words)."""
     return ["ssh", remote()] + list(cmd)
-
-
-def remote_run(cmd, timeout=None, check=True):
-    """Run a shell command line on guest B over ssh.
-
-    Returns a subprocess.CompletedProcess with text stdout and stderr;
-    raises subprocess.CalledProcessError on a non-zero status when check.
-    """
-    return subprocess.run(ssh_argv(cmd), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, check=check,
-                          timeout=timeout if timeout is not None
-                          else SSH_TIMEOUT)
 
 
 def drop_ssh_master():

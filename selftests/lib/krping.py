@@ -839,9 +839,15 @@ def cm_listeners():
     cp = run(["rdma", "-j", "resource", "show", "cm_id"], check=False)
     if cp.returncode != 0:
         return None
+    return parse_cm_listeners(cp.stdout)
+
+
+def parse_cm_listeners(text):
+    """The listening ports in `rdma -j resource show cm_id` output (of
+    this host or another), or None if it is not that JSON."""
     ports = set()
     try:
-        data = json.loads(cp.stdout or "[]")
+        data = json.loads(text or "[]")
     except ValueError:
         return None
     for entry in data:
