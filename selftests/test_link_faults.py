@@ -16,8 +16,8 @@ What must hold (Documentation/testing.rst, "Faults across hosts"):
 - a link that goes silent (every frame dropped, carriers up) for less
   than the transport's retry budget (rxe: retry_count 7 of about a
   second each) is the same: the run completes, exactly;
-- a link silent for good fails both sides with -ETIMEDOUT within
-  peer_timeout_ms plus a margin;
+- a link silent for good fails both sides within peer_timeout_ms plus
+  a margin, one with -ETIMEDOUT (the other may see its DISCONNECT);
 - a lost carrier (the NIC's link down) ends the run on that side with
   -ENETDOWN at once, even if it comes back, and its peer fails in the
   same bound;
@@ -26,6 +26,7 @@ What must hold (Documentation/testing.rst, "Faults across hosts"):
 """
 
 import errno
+import json
 import time
 
 import pytest
@@ -195,9 +196,28 @@ def nothing_left(pool, before_res):
     assert krping.rdma_resource_counts() == before_res
 
 
+def gsi_states():
+    """{host: states of the GSI QPs (QP1: the CM's MADs)} here and there,
+    for a failure message: rxe leaves QP1 in ERR when a MAD send fails,
+    and the device then takes no new connection (test_faults.py)."""
+    out = {}
+    for host, sh in (("here", local_sh), ("there", remote_sh)):
+        try:
+            qps = json.loads(sh("rdma -j resource show qp") or "[]")
+            out[host] = sorted({f"{q.get('ifname')}:{q.get('state')}"
+                                for q in qps if q.get("lqpn") == 1})
+        except Exception as e:          # diagnostics only
+            out[host] = str(e)
+    return out
+
+
 def next_run_works(pool):
     srv, cli = pool.pair(count=10, size=SIZE, validate=1)
-    krping.run_pair(srv, cli, timeout=krping.TIMEOUT)
+    try:
+        krping.run_pair(srv, cli, timeout=krping.TIMEOUT)
+    except krping.StateTimeout as e:
+        raise AssertionError(f"the next run after the fault: {e}; GSI QPs: "
+                             f"{gsi_states()}") from None
     problems = exact("ping", srv, cli, 10, SIZE)
     assert not problems, f"the next run after the fault: {problems}"
 
@@ -230,8 +250,14 @@ def test_silence_for_good_fails_bounded(pool, silence):
     for s in (cli, srv):
         left = max(1.0, bound - (time.monotonic() - t0))
         assert s.wait_end(left) == "failed", s.describe()
-        assert s.error == -errno.ETIMEDOUT, s.describe()
-    print(f"both sides failed -ETIMEDOUT {time.monotonic() - t0:.1f}s "
+    # Only this host's egress is silent: the side that gives up first
+    # (-ETIMEDOUT) may still reach the other with its DISCONNECT, which
+    # then ends -ECONNRESET.
+    errors = sorted((srv.error, cli.error))
+    assert -errno.ETIMEDOUT in errors and \
+        set(errors) <= {-errno.ETIMEDOUT, -errno.ECONNRESET}, \
+        f"{srv.describe()} | {cli.describe()}"
+    print(f"both sides failed ({errors}) {time.monotonic() - t0:.1f}s "
           f"into the silence (bound {bound:g}s)")
     nothing_left(pool, before_res)
     silence(False)
