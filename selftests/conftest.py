@@ -24,6 +24,9 @@ pytest glue for the krping selftests.
                (kthreads, dynamic debug lines, rdma resources of both
                sides, module unload); skipped with the reason when a
                remote host is configured.
+- On one host, a session fixture builds the topology when it is missing
+  (lib/single_host.py: two RDMA devices on a veth pair) and removes what
+  it built at the end.
 - A per-test watchdog (KRPING_TEST_WATCHDOG seconds, default 300, 900 on
   the debug kernel where KRPING_SLOW=1): every
   wait in the tests is bounded already; this catches the unexpected.
@@ -36,7 +39,7 @@ import sys
 
 import pytest
 
-from lib import env, krping
+from lib import env, krping, single_host
 
 WATCHDOG = int(os.environ.get(
     "KRPING_TEST_WATCHDOG",
@@ -296,7 +299,7 @@ def remote_problem(remote):
 
 
 @pytest.fixture(autouse=True)
-def topology(request):
+def topology(request, single_host_topology):
     """Skip, with the reason, a test that cannot run in the configured
     topology; yields the Topology."""
     try:
@@ -317,7 +320,45 @@ def topology(request):
         why = remote_problem(remote.connect(topo))
         if why:
             pytest.skip(why)
+    single_host_problem(request, topo)
     yield topo
+
+
+_single_host = {}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def single_host_topology():
+    """On one host, build the veth pair and its two RDMA devices when they
+    are not there (lib/single_host.py), and remove them at the end.
+    Across two hosts the lab (or vm-pair) has set up the link."""
+    made = []
+    try:
+        two_host = env.topology().two_host
+    except env.ConfigError:
+        two_host = True         # reported by the topology fixture
+    if not two_host and environment_problem() is None:
+        try:
+            made = single_host.ensure(krping.PROVIDER)
+        except single_host.SetupError as e:
+            _single_host["why"] = e
+    yield
+    problems = single_host.remove(made)
+    if problems:
+        print("# removing the single-host topology: " + "; ".join(problems),
+              file=sys.stderr)
+
+
+def single_host_problem(request, topo):
+    """Skip (a kernel without the provider) or fail (anything else, or
+    anything at all with KRPING_TOPOLOGY_REQUIRED set, as the test bed
+    does) a test when the single-host topology could not be built."""
+    e = _single_host.get("why")
+    if e is None or topo.two_host:
+        return
+    if e.unsupported and not os.environ.get("KRPING_TOPOLOGY_REQUIRED"):
+        pytest.skip(f"no single-host topology: {e}")
+    pytest.fail(f"building the single-host topology: {e}", pytrace=False)
 
 
 @pytest.fixture

@@ -8,9 +8,10 @@
 #   ok N - name # SKIP reason, diagnostics as "# ..." lines.
 # Needs root, Debian's /usr/bin/python3 with pytest (python3-pytest) and a
 # loaded rdma_krping (if /sys/kernel/config/krping is missing and KRPING_KO
-# names the module, it is insmod'ed). The tests expect the test bed of
-# scripts/testbed/vm-run: rxe0 on veth va 10.9.0.1/24, rxe1 on vb
-# 10.9.0.2/24. Normally run inside the VM:
+# names the module, it is insmod'ed). On one host the suite builds its
+# topology when it is missing (lib/single_host.py: rxe0 on veth va
+# 10.9.0.1/24, rxe1 on vb 10.9.0.2/24; siw with KRPING_PROVIDER=siw) and
+# removes it after; across two hosts see lib/env.py. In the test bed:
 #
 #   scripts/testbed/vm-run --kver 6.12 -- selftests/run_tests.sh
 #

@@ -5,8 +5,9 @@
 # Smoke test: one krping server and one client session over Soft-RoCE,
 # count=10 with validation, driven through configfs and checked in sysfs.
 # Prints kselftest TAP; exit 0 pass, 1 fail, 4 skip (module not loaded).
-# Needs the test VM's network (scripts/testbed/vm-run): the server on
-# 10.9.0.1 (rxe0 on va), the client reaching it over the veth pair.
+# The server listens on 10.9.0.1 (rxe0 on veth va), the client reaches it
+# over the veth pair; lib/single_host.py builds that topology when it is
+# missing and removes it after.
 #
 # Environment: SMOKE_ADDR (10.9.0.1), SMOKE_PORT (9999), SMOKE_COUNT (10),
 #              SMOKE_TIMEOUT seconds per wait (60).
@@ -32,6 +33,23 @@ if [[ $(id -u) -ne 0 ]]; then
 	exit $KSFT_SKIP
 fi
 
+# The single-host topology is built when missing (and removed after),
+# unless SMOKE_ADDR names a device of the caller's.
+built=
+if [[ -z ${SMOKE_ADDR:-} ]]; then
+	out=$("${KRPING_PYTHON:-/usr/bin/python3}" "$(dirname "$0")/lib/single_host.py" up 2>&1) || {
+		rc=$?
+		if ((rc == KSFT_SKIP)) && [[ -z ${KRPING_TOPOLOGY_REQUIRED:-} ]]; then
+			echo "1..0 # SKIP $out"
+			exit $KSFT_SKIP
+		fi
+		printf '1..1\nnot ok 1 single-host topology built\n'
+		echo "# ${out//$'\n'/$'\n'# }"
+		exit 1
+	}
+	[[ $out == "built: nothing"* ]] || built=1
+fi
+
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n $1"; }
 fail() { n=$((n + 1)); failed=1; echo "not ok $n $1"; }
@@ -48,6 +66,8 @@ cleanup() {
 		echo 0 >"$CFG/$s/start" 2>/dev/null || true
 		rmdir "$CFG/$s" 2>/dev/null || true
 	done
+	[[ -z $built ]] ||
+		"${KRPING_PYTHON:-/usr/bin/python3}" "$(dirname "$0")/lib/single_host.py" down >&2 || true
 }
 trap cleanup EXIT
 

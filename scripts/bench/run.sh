@@ -40,7 +40,8 @@ rc=0
 "$TB_DIR/vm-run" --kver "$KVER" --out "$RESULTS/vm-bench" \
 	--append tsc=reliable \
 	--timeout "${KRPING_BENCH_TIMEOUT:-1200}" -- \
-	/usr/bin/python3 scripts/bench/bench.py "$@" || rc=$?
+	sh -c '/usr/bin/python3 selftests/lib/single_host.py up &&
+		exec /usr/bin/python3 scripts/bench/bench.py "$@"' sh "$@" || rc=$?
 for f in bench.json bench.txt; do
 	[[ -f $RESULTS/vm-bench/$f ]] && cp "$RESULTS/vm-bench/$f" "$RESULTS/$f"
 done

@@ -23,6 +23,7 @@ SRV=demo_server
 CLI=demo_client
 
 [[ -d $CFG ]] || { echo "demo: $CFG missing: is rdma_krping loaded?" >&2; exit 1; }
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
 cleanup() {
 	for s in "$CLI" "$SRV"; do
@@ -63,6 +64,8 @@ show() {
 	done
 }
 
+echo "== the single-host topology (rxe0 on va 10.9.0.1, rxe1 on vb 10.9.0.2):"
+run /usr/bin/python3 "$REPO/selftests/lib/single_host.py" up
 echo "== kernel $(uname -r), RDMA links:"
 rdma link show | sed 's/^/  /'
 
