@@ -9,11 +9,12 @@
 #   make build            W=1 builds for 6.12 and 6.1 in $KRPING_CACHE
 #   make check            deps, builds, selftests (6.12 VM), smoke (6.1 VM),
 #                         the debug kernel (KASAN, lockdep, kmemleak) with
-#                         KUnit and the selftests over rxe and siw, stages
+#                         KUnit and the selftests over rxe and siw, the suite
+#                         across a 6.12 and a 6.1 guest (two-host), stages
 #                         overlapping; summary, last line "N passed, N failed, ..."
 #   make check-STAGE      one stage of check (deps build selftests smoke
-#                         debug-kernel debug-kunit debug-rxe debug-siw), or
-#                         two-host: the suite across a 6.12 and a 6.1 guest (not in check), or
+#                         debug-kernel debug-kunit debug-rxe debug-siw
+#                         two-host), or
 #                         kunit: the KUnit suites on UML (not in check), or
 #                         kcsan: the selftests on a KCSAN kernel (not in check), or
 #                         two-host-all: every two-host test across two 6.12 guests (not in check)

@@ -290,29 +290,32 @@ def link_control():
     bed.set_link("both", True)
 
 
+@pytest.mark.parametrize("whose", ["here", "there"])
 @pytest.mark.parametrize("down", ["blip", "for_good"])
-def test_carrier_loss_fails_cleanly(pool, link_control, down):
+def test_carrier_loss_fails_cleanly(pool, link_control, down, whose):
     # krping ends a run whose port goes down (IB_EVENT_PORT_ERR) with
     # -ENETDOWN at once, however short the loss: the side whose carrier
     # went; its peer then fails when its work or its keepalive gets no
-    # answer.
+    # answer. The server is the remote host's, the client this host's.
     before_res = krping.rdma_resource_counts()
     srv, cli = start_working(pool, "ping", 0,
                              peer_timeout_ms=PEER_TIMEOUT_MS)
-    bed.set_link("local", False)
+    lost, peer = (cli, srv) if whose == "here" else (srv, cli)
+    bed_side = "local" if whose == "here" else "remote"
+    bed.set_link(bed_side, False)
     t0 = time.monotonic()
     if down == "blip":
         time.sleep(BLIP)
-        bed.set_link("local", True)
+        bed.set_link(bed_side, True)
     bound = PEER_TIMEOUT_MS / 1000 + MARGIN
-    assert cli.wait_end(bound) == "failed", cli.describe()
-    assert cli.error == -errno.ENETDOWN, cli.describe()
+    assert lost.wait_end(bound) == "failed", lost.describe()
+    assert lost.error == -errno.ENETDOWN, lost.describe()
     left = max(1.0, bound - (time.monotonic() - t0))
-    assert srv.wait_end(left) == "failed", srv.describe()
-    assert srv.error in (-errno.ETIMEDOUT, -errno.ECONNRESET), \
-        srv.describe()
-    print(f"carrier {down}: here -ENETDOWN, there {srv.error} "
-          f"{time.monotonic() - t0:.1f}s after the loss")
+    assert peer.wait_end(left) == "failed", peer.describe()
+    assert peer.error in (-errno.ETIMEDOUT, -errno.ECONNRESET), \
+        peer.describe()
+    print(f"carrier {down} {whose}: {lost.name} -ENETDOWN, {peer.name} "
+          f"{peer.error}, {time.monotonic() - t0:.1f}s after the loss")
     nothing_left(pool, before_res)
-    bed.set_link("local", True)
+    bed.set_link(bed_side, True)
     next_run_works(pool)

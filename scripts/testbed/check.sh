@@ -11,14 +11,12 @@
 #                                                 selftests-<kver>-dmesg.tap
 #   smoke      selftests/smoke_ping.sh in a 6.1 VM  -> smoke-<kver>.tap,
 #                                                 smoke-<kver>-dmesg.tap
-#   two-host   (only when named: make check-two-host; not in make check
-#              while rxe crashes under it, Documentation/testing.rst)
-#              the suite across two guests (vm-pair: rxe on a virtio-net
+#   two-host   the suite across two guests (vm-pair: rxe on a virtio-net
 #              link, ssh on a second one), Debian's 6.12 (A) and 6.1 (B),
 #              one vCPU each: ping with validation and every benchmark,
 #              each kernel in each role; a power cut, link loss, reordering,
-#              a blip and a cut; the CLI's --remote
-#                                 -> two-host.tap, two-host-dmesg.tap,
+#              a silence, a blip; the CLI's --remote; rping and perftest
+#              both ways          -> two-host.tap, two-host-dmesg.tap,
 #                                    two-host-remote-dmesg.tap
 #   two-host-all  (only when named: make check-two-host-all) every test
 #              marked either or two_host across two 6.12 guests, 2 vCPUs
@@ -66,8 +64,8 @@ set -euo pipefail
 # The stages make check runs, longest chain first (see NEEDS below); kunit
 # (UML) runs only when asked for, since debug-kunit runs the same suites
 # on an SMP kernel with the checkers.
-ALL=(deps build debug-kernel debug-rxe debug-kunit debug-siw selftests smoke)
-KNOWN=("${ALL[@]}" kunit kcsan two-host two-host-all)
+ALL=(deps build debug-kernel debug-rxe debug-kunit debug-siw selftests smoke two-host)
+KNOWN=("${ALL[@]}" kunit kcsan two-host-all)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
 SMOKE_KVER=${KRPING_SMOKE_KVER:-6.1}
@@ -174,21 +172,24 @@ pair_stage() {
 # remote side as server and as client, so each kernel serves and
 # connects: ping at two sizes and both memory modes with validation,
 # every benchmark with exact counters, wlat against rlat; then one power
-# cut per role, loss, reordering, a short and a long link cut, the CLI's
-# --remote, and rping there against krping here both ways. The rest of the two-host tests (the same faults for
-# every test type and both roles) is two-host-all.
+# cut per role, loss, reordering, a short and a long silence, a carrier
+# blip, the CLI's --remote, rping there against krping here both ways and
+# ib_write_bw both ways. The rest of the two-host tests (the same faults
+# for every test type and both roles) is two-host-all.
 TWO_HOST_K="(test_ping and not lkey and (64-reg or 65536-dma))"
 TWO_HOST_K+=" or (test_bench_completes and reg and not ping)"
 TWO_HOST_K+=" or (starve and (remote-server-0 or remote-client-1))"
 TWO_HOST_K+=" or mid_run[ping-remote-server] or mid_run[bw-remote-client]"
 TWO_HOST_K+=" or loss5-ping or reorder-bw or survived[ping] or silence_for_good"
-TWO_HOST_K+=" or fails_cleanly[blip]"
+TWO_HOST_K+=" or fails_cleanly[blip-there]"
 TWO_HOST_K+=" or json[wlat-remote-server] or interrupt_removes_both_sides[remote-client]"
 TWO_HOST_K+=" or unreachable or (test_rping_remote and 65535-reg)"
+TWO_HOST_K+=" or ib_write_bw"
 stage_two-host() {
 	pair_stage two-host 6.12 6.1 --provider rxe --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_link_faults.py \
-		test_cli_remote.py test_rping_remote.py -k "$TWO_HOST_K"
+		test_cli_remote.py test_rping_remote.py test_perftest_remote.py \
+		-k "$TWO_HOST_K"
 }
 # Every test marked either or two_host, across two 6.12 guests.
 stage_two-host-all() { pair_stage two-host-all 6.12 6.12 --provider rxe --; }
@@ -291,9 +292,12 @@ stage_kcsan() {
 # A stage starts once what it needs has ended (whatever its exit status:
 # every stage runs, and a stage whose input is missing reports a skip),
 # at most $KRPING_CHECK_JOBS at once, in the order of ALL.
+# two-host also waits for the debug kernel: its two guests want both
+# cores, and beside a cold build of that kernel they would lengthen the
+# critical path (the build, then debug-rxe) by most of their own length.
 declare -A NEEDS=(
 	[build]=deps [kunit]=deps [debug-kernel]=deps
-	[selftests]=build [smoke]=build [two-host]=build [two-host-all]=build
+	[selftests]=build [smoke]=build [two-host]="build debug-kernel" [two-host-all]=build
 	[debug-kunit]=debug-kernel [debug-rxe]=debug-kernel [debug-siw]=debug-kernel
 )
 JOBS=${KRPING_CHECK_JOBS:-2}
