@@ -88,15 +88,6 @@ def iterations(text):
     return None
 
 
-def finish(proc):
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT + 10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-    return proc.returncode, f"{out}\n{err}".strip()
-
-
 @pytest.mark.parametrize("server", ["there", "here"])
 @pytest.mark.parametrize("prog", PROGRAMS)
 def test_perftest_across_hosts(started, prog, server):
@@ -114,7 +105,7 @@ def test_perftest_across_hosts(started, prog, server):
 
     def listening():
         if srv.poll() is not None:
-            rc, out = finish(srv)
+            rc, out = krping.finish(srv, TIMEOUT + 10)
             raise AssertionError(f"{prog} server ({server}) exited {rc} "
                                  f"before listening: {out[-600:]}")
         return srv_host.listening(port)
@@ -124,8 +115,8 @@ def test_perftest_across_hosts(started, prog, server):
     cli = cli_host.popen(f"{prog} -d {cli_host.device()} {args} "
                          f"{srv_host.addr}")
     started.append(cli)
-    crc, cout = finish(cli)
-    src, sout = finish(srv)
+    crc, cout = krping.finish(cli, TIMEOUT + 10)
+    src, sout = krping.finish(srv, TIMEOUT + 10)
     assert crc == 0, f"{prog} client exited {crc}: {cout[-800:]}"
     assert src == 0, f"{prog} server exited {src}: {sout[-800:]}"
     assert iterations(cout) == ITERS, f"{prog} client: {cout[-800:]}"

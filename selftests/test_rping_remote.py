@@ -6,8 +6,6 @@ the other, in both directions.
 Needs a remote host (lib/env.py) with rping (rdmacm-utils) installed.
 """
 
-import subprocess
-
 import pytest
 
 from lib import env, krping
@@ -55,15 +53,6 @@ def wait_remote_listener(remote, port, proc):
                     what=f"rping listening on port {port} there")
 
 
-def finish(proc, timeout):
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-    return proc.returncode, f"{out} {err}".strip()
-
-
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
 @pytest.mark.parametrize("size", SIZES)
 def test_krping_client_here_rping_server_there(remote_rping, pool,
@@ -80,7 +69,7 @@ def test_krping_client_here_rping_server_there(remote_rping, pool,
                        mem_mode=mem_mode)
     cli.start()
     end = cli.wait_end()
-    rc, out = finish(srv, krping.TIMEOUT)
+    rc, out = krping.finish(srv, krping.TIMEOUT)
     assert end == "done", f"{cli.describe()} | rping there: {rc} {out}"
     assert cli.stats() == ping_stats("client", COUNT, size), cli.describe()
     assert rc == 0, f"rping there exited {rc}: {out}"
@@ -100,7 +89,7 @@ def test_rping_client_there_krping_server_here(remote_rping, pool,
     cli = rping_there(remote, started,
                       f"-c -a {topo.local_addr} -p {port} -C {COUNT} -V "
                       f"-S {size}", krping.TIMEOUT)
-    rc, out = finish(cli, krping.TIMEOUT + 10)
+    rc, out = krping.finish(cli, krping.TIMEOUT + 10)
     end = srv.wait_end()
     assert rc == 0, f"rping there exited {rc}: {out} | {srv.describe()}"
     assert end == "done", f"{srv.describe()} | rping there: {out}"

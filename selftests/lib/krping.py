@@ -834,6 +834,17 @@ def run(cmd, timeout=SHORT_TIMEOUT, check=True):
     return cp
 
 
+def finish(proc, timeout):
+    """Wait for a Popen with piped text output, killing it after timeout
+    seconds; returns (returncode, its stdout and stderr as one text)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return proc.returncode, f"{out}\n{err}".strip()
+
+
 def cm_listeners():
     """Local rdma_cm listening ports as seen by `rdma resource show cm_id`."""
     cp = run(["rdma", "-j", "resource", "show", "cm_id"], check=False)
