@@ -28,13 +28,15 @@
 #   debug-kunit   the KUnit modules loaded in a debug-kernel VM (2 CPUs)
 #                                              -> debug-kunit.tap (+ -dmesg)
 #   debug-rxe  selftests/run_tests.sh on the debug kernel over rxe, but
-#              the tests marked stock_only and test_alloc_faults.py,
-#              then kmemleak scans and module unload
+#              the tests marked stock_only and the sessions' allocation-
+#              failure walks, then kmemleak scans and module unload
 #                                             -> debug-rxe.tap (+ -dmesg)
 #   debug-siw  the same over siw (iWARP), without the files that never
 #              reach an RDMA device and test_ropcie.py (ropcie brings its
-#              own device; debug-rxe ran them all), with the allocation-
-#              failure walk (test_alloc_faults.py)  -> debug-siw.tap
+#              own device; debug-rxe ran them all), with the sessions'
+#              allocation-failure walks (test_alloc_faults.py), not
+#              ropcie's or the module loads' (debug-rxe ran them)
+#                                             -> debug-siw.tap
 #   kunit      (only when named) scripts/kunit.sh --tap (UML) -> kunit.tap
 #   kcsan      (only when named: make check-kcsan) the KCSAN flavour of
 #              the debug kernel (cached), the modules for it, and the
@@ -180,7 +182,7 @@ TWO_HOST_K="(test_ping and not lkey and (64-reg or 65536-dma))"
 TWO_HOST_K+=" or (test_bench_completes and reg and not ping)"
 TWO_HOST_K+=" or (starve and (remote-server-0 or remote-client-1))"
 TWO_HOST_K+=" or mid_run[ping-remote-server] or mid_run[bw-remote-client]"
-TWO_HOST_K+=" or loss5-ping or reorder-bw or survived[ping] or silence_for_good"
+TWO_HOST_K+=" or loss1-ping or reorder-bw or survived[ping] or silence_for_good"
 TWO_HOST_K+=" or fails_cleanly[blip-there]"
 TWO_HOST_K+=" or json[wlat-remote-server] or interrupt_removes_both_sides[remote-client]"
 TWO_HOST_K+=" or unreachable or (test_rping_remote and 65535-reg)"
@@ -241,15 +243,21 @@ DEBUG_PYTEST=(-m "not stock_only and not two_host")
 # device.
 DEBUG_SIW_SKIP=(test_ropcie.py test_ulp.py test_abuse_writes.py test_options.py
 	test_session.py test_random_ops.py test_bad_input.py)
-# The allocation-failure walk (test_alloc_faults.py) runs once, over siw:
-# the stage that has the time for it.
+# The allocation-failure walk (test_alloc_faults.py) runs once: the
+# sessions' walks over siw, and ropcie's and the module loads', which
+# bring their own device, in debug-rxe, so that the two stages beside each
+# other end at about the same time (debug-siw is followed by two-host).
+ALLOC_SESSIONS=test_alloc_faults.py::test_session_allocations
 stage_debug-rxe() {
 	debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
-		--ignore=test_alloc_faults.py
+		--deselect "$ALLOC_SESSIONS"
 }
 stage_debug-siw() {
 	debug_vm debug-siw --provider siw -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
-		"${DEBUG_SIW_SKIP[@]/#/--ignore=}"
+		"${DEBUG_SIW_SKIP[@]/#/--ignore=}" \
+		--deselect test_alloc_faults.py::test_ropcie_allocations \
+		--deselect test_alloc_faults.py::test_ropcie_link_add_allocations \
+		--deselect test_alloc_faults.py::test_module_load_allocations
 }
 
 # KCSAN cannot share a kernel with KASAN: a flavour of its own, not in
