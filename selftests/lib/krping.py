@@ -32,18 +32,19 @@ from pathlib import Path
 
 import pytest
 
+from . import single_host
+
 CONFIGFS = Path(os.environ.get("KRPING_CONFIGFS", "/sys/kernel/config/krping"))
 SYSFS = Path(os.environ.get("KRPING_SYSFS", "/sys/kernel/krping"))
 MODULE = "rdma_krping"
 
-# The test bed: rxe0 on veth va (10.9.0.1/24), rxe1 on veth vb (10.9.0.2/24);
-# siw0/siw1 instead when vm-run --provider siw set KRPING_PROVIDER=siw.
-SERVER_ADDR = "10.9.0.1"
-CLIENT_ADDR = "10.9.0.2"
-SERVER_IF = "va"
-CLIENT_IF = "vb"
+# The single-host topology (lib/single_host.py builds it): rxe0 on veth
+# va (10.9.0.1/24), rxe1 on veth vb (10.9.0.2/24); siw0/siw1 instead with
+# KRPING_PROVIDER=siw.
+SERVER_ADDR, CLIENT_ADDR = single_host.ADDRS
+SERVER_IF, CLIENT_IF = single_host.NETDEVS
 PROVIDER = os.environ.get("KRPING_PROVIDER", "rxe")
-RDMA_DEVICES = (PROVIDER + "0", PROVIDER + "1")
+RDMA_DEVICES = single_host.devices(PROVIDER)
 # iWARP: READ sinks need remote write access, read_inv is allowed, no GIDs
 # to wait for.
 IWARP = PROVIDER == "siw"
