@@ -6,7 +6,8 @@
 # stage graph below allows) and then the summary:
 #   deps       scripts/testbed/deps.sh
 #   build      rdma_krping.ko for 6.12 and 6.1, W=1, warnings fail
-#                -> build.tap (one test per kernel)
+#                -> build.tap (one test per kernel); siw for 6.12 from
+#                Debian's linux-source (build-siw.sh) -> build-siw.tap
 #   selftests  selftests/run_tests.sh in a 6.12 VM  -> selftests-<kver>.tap,
 #                                                 selftests-<kver>-dmesg.tap
 #   smoke      selftests/smoke_ping.sh in a 6.1 VM  -> smoke-<kver>.tap,
@@ -18,6 +19,9 @@
 #              a silence, a blip; the CLI's --remote; rping and perftest
 #              both ways          -> two-host.tap, two-host-dmesg.tap,
 #                                    two-host-remote-dmesg.tap
+#   two-host-siw  iWARP across two 6.12 guests (siw, two vCPUs each):
+#              ping at every size and memory mode, every benchmark, rping
+#              and perftest both ways -> two-host-siw.tap (+ the dmesg TAPs)
 #   two-host-all  (only when named: make check-two-host-all) every test
 #              marked either or two_host across two 6.12 guests, 2 vCPUs
 #              each                -> two-host-all.tap (+ the dmesg TAPs)
@@ -66,7 +70,7 @@ set -euo pipefail
 # The stages make check runs, longest chain first (see NEEDS below); kunit
 # (UML) runs only when asked for, since debug-kunit runs the same suites
 # on an SMP kernel with the checkers.
-ALL=(deps build debug-kernel debug-rxe debug-kunit debug-siw selftests smoke two-host)
+ALL=(deps build debug-kernel debug-rxe debug-kunit debug-siw selftests smoke two-host two-host-siw)
 KNOWN=("${ALL[@]}" kunit kcsan two-host-all)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
@@ -94,7 +98,15 @@ skip_tap() {
 
 stage_deps() { "$TB_DIR/deps.sh"; }
 
-stage_build() { "$TB_DIR/build.sh" --tap "$RESULTS/build.tap" "${BUILD_KVERS[@]}"; }
+# siw for the kernels whose iWARP stage needs it (Debian's images have
+# none): built from that kernel's source, beside the modules.
+SIW_KVERS=(6.12)
+stage_build() {
+	local rc=0
+	"$TB_DIR/build.sh" --tap "$RESULTS/build.tap" "${BUILD_KVERS[@]}" || rc=1
+	"$TB_DIR/build-siw.sh" --tap "$RESULTS/build-siw.tap" "${SIW_KVERS[@]}" || rc=1
+	return "$rc"
+}
 
 stage_kunit() {
 	if [[ ! -f $REPO_DIR/scripts/kunit.sh ]]; then
@@ -192,6 +204,20 @@ stage_two-host() {
 		test_ping.py test_bench.py test_two_hosts.py test_link_faults.py \
 		test_cli_remote.py test_rping_remote.py test_perftest_remote.py \
 		-k "$TWO_HOST_K"
+}
+# iWARP across two hosts: siw between two 6.12 guests with two vCPUs
+# each (the rxe stage has one), each side in each role: test_ping.py but
+# the local-DMA-lkey cases (every size and memory mode with validation,
+# the option variants, READ with invalidate, the largest size siw
+# refuses), every benchmark with exact counters, rping and perftest both
+# ways: 62 tests, 340 s alone. The faults are rxe's stage: on iWARP a
+# lost peer is TCP's to notice (minutes of retransmission).
+TWO_HOST_SIW_K="(test_ping and not lkey) or (test_bench_completes and reg)"
+TWO_HOST_SIW_K+=" or (test_rping_remote and 65535-reg) or test_perftest_remote"
+stage_two-host-siw() {
+	pair_stage two-host-siw 6.12 6.12 --provider siw -- \
+		test_ping.py test_bench.py test_rping_remote.py test_perftest_remote.py \
+		-k "$TWO_HOST_SIW_K"
 }
 # Every test marked either or two_host, across two 6.12 guests.
 stage_two-host-all() { pair_stage two-host-all 6.12 6.12 --provider rxe --; }
@@ -305,7 +331,8 @@ stage_kcsan() {
 # critical path (the build, then debug-rxe) by most of their own length.
 declare -A NEEDS=(
 	[build]=deps [kunit]=deps [debug-kernel]=deps
-	[selftests]=build [smoke]=build [two-host]="build debug-kernel" [two-host-all]=build
+	[selftests]=build [smoke]=build [two-host]="build debug-kernel"
+	[two-host-siw]="build debug-kernel" [two-host-all]=build
 	[debug-kunit]=debug-kernel [debug-rxe]=debug-kernel [debug-siw]=debug-kernel
 )
 JOBS=${KRPING_CHECK_JOBS:-2}
