@@ -62,7 +62,9 @@
 #   KRPING_SELFTESTS_KVER (default 6.12), KRPING_SMOKE_KVER (default 6.1),
 #   KRPING_BUILD_KVERS (default "6.12 6.1"),
 #   KRPING_DEBUG_VM_TIMEOUT (default 2400 s per debug-kernel VM),
-#   KRPING_CHECK_JOBS (stages at once, default 2).
+#   KRPING_CHECK_JOBS (stages at once, default 2),
+#   KRPING_CHECK_LOCK_WAIT (how long to wait for another check on this
+#   machine to end, default 2700 s: checks never overlap).
 set -euo pipefail
 # shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -82,6 +84,24 @@ stages=("$@")
 for s in "${stages[@]}"; do
 	[[ " ${KNOWN[*]} " == *" $s "* ]] || tb_die "unknown stage $s (stages: ${KNOWN[*]})"
 done
+
+# One check at a time on a machine: the stages assume the cores are
+# theirs (KRPING_CHECK_JOBS at once), and a second check beside them
+# halves what each guest gets, which the guests' timers and the tests'
+# bounds were not measured for. A second check waits for the first, at
+# most KRPING_CHECK_LOCK_WAIT seconds (default 2700), then fails. The
+# lock is on an open file that every stage and guest inherits, so it
+# lasts as long as any of them runs.
+mkdir -p "$KRPING_CACHE"
+lock_wait=${KRPING_CHECK_LOCK_WAIT:-2700}
+[[ $lock_wait =~ ^[0-9]+$ ]] || tb_die "KRPING_CHECK_LOCK_WAIT must be a number of seconds"
+exec {check_lock}>>"$KRPING_CACHE/check.lock"
+if ! flock -n "$check_lock"; then
+	tb_log "another check runs on this machine ($(cat "$KRPING_CACHE/check.owner" 2>/dev/null || echo unknown)); waiting up to ${lock_wait}s"
+	flock -w "$lock_wait" "$check_lock" ||
+		tb_die "another check still holds $KRPING_CACHE/check.lock after ${lock_wait}s"
+fi
+echo "pid $$, $REPO_DIR, since $(date -u '+%F %T UTC')" >"$KRPING_CACHE/check.owner"
 
 if (($# == 0)); then
 	rm -rf "$RESULTS"
