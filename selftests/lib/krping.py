@@ -45,9 +45,49 @@ SERVER_ADDR, CLIENT_ADDR = single_host.ADDRS
 SERVER_IF, CLIENT_IF = single_host.NETDEVS
 PROVIDER = os.environ.get("KRPING_PROVIDER", "rxe")
 RDMA_DEVICES = single_host.devices(PROVIDER)
+
+
+def local_rdma_device(addr):
+    """The RDMA device on this host's interface that holds addr, or
+    None."""
+    try:
+        words = subprocess.run(["ip", "-o", "addr", "show", "to", addr],
+                               capture_output=True, text=True,
+                               timeout=30).stdout.split()
+        links = json.loads(subprocess.run(
+            ["rdma", "-j", "link", "show"], capture_output=True, text=True,
+            timeout=30).stdout or "[]")
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    for link in links:
+        if len(words) > 1 and link.get("netdev") == words[1]:
+            return link.get("ifname")
+    return None
+
+
+def _iwarp():
+    """KRPING_PROVIDER names the provider where it is set (the single
+    host's topology, and both guests of the test bed's pairs). Without it,
+    across two hosts (a lab's own devices), the device that holds
+    LOCAL_ADDR tells: an iWARP device's node type is 4 (RNIC)."""
+    if "KRPING_PROVIDER" in os.environ:
+        return PROVIDER == "siw"
+    from . import env
+    try:
+        topo = env.topology()
+    except env.ConfigError:
+        return False
+    dev = local_rdma_device(topo.local_addr) if topo.two_host else None
+    try:
+        node_type = Path(f"/sys/class/infiniband/{dev}/node_type").read_text()
+    except (OSError, TypeError):
+        return False
+    return node_type.split(":")[0].strip() == "4"
+
+
 # iWARP: READ sinks need remote write access, read_inv is allowed, no GIDs
 # to wait for.
-IWARP = PROVIDER == "siw"
+IWARP = _iwarp()
 
 # TCG is slow: a 10-iteration ping takes about a second, a connection
 # attempt a few; the debug kernel (KRPING_SLOW=1: KASAN, lockdep, kmemleak)
