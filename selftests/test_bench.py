@@ -118,11 +118,35 @@ def test_bench_legacy_flags(pool):
 STARVATION_FACTOR = 10
 
 
+def cpu_counts():
+    """The CPU count of each host the pairs run on."""
+    from lib import env
+    from lib.remote import SshRemote
+    counts = [os.cpu_count()]
+    topo = env.topology()
+    if topo.two_host:
+        out = SshRemote(topo.remote_args).cmd("nproc").stdout
+        counts.append(int(out.strip() or 0))
+    return counts
+
+
 @pytest.mark.either
 @pytest.mark.parametrize("poll", [0, 1])
 def test_wlat_does_not_starve_the_device(pool, poll):
-    """On any number of CPUs (make check's cross-kernel guests have one):
-    wlat's median within STARVATION_FACTOR of rlat's on the same link."""
+    """On one CPU, where the side that spins on its sink shares the CPU
+    with the device's own work (make check's cross-kernel guests):
+    wlat's median within STARVATION_FACTOR of rlat's on the same link.
+
+    With more CPUs that work runs on another one, and what a slow sample
+    measures is how the hypervisor schedules the vCPUs: two vCPUs beside
+    another guest on the test bed's two cores gave wlat medians of 4.0 and
+    7.3 ms and an rlat median of 8.0 ms in one run (a host time slice per
+    sample), with or without krping's yield."""
+    counts = cpu_counts()
+    if max(counts) > 1:
+        pytest.skip(f"{'/'.join(map(str, counts))} CPUs: the device's work "
+                    "need not share a CPU with the spinning side (the test "
+                    "is for one CPU)")
     p50 = {}
     for test in ("rlat", "wlat"):
         srv, cli = pool.pair(count=200, size=64, test=test, poll=poll)
