@@ -140,7 +140,7 @@ def test_wlat_does_not_starve_the_device(pool, poll):
     With more CPUs that work runs on another one, and what a slow sample
     measures is how the hypervisor schedules the vCPUs: two vCPUs beside
     another guest on the test bed's two cores gave wlat medians of 4.0 and
-    7.3 ms and an rlat median of 8.0 ms in one run (a host time slice per
+    7.3 ms and an rlat median of 8.0 ms in three runs (a host time slice per
     sample), with or without krping's yield."""
     counts = cpu_counts()
     if max(counts) > 1:
