@@ -118,15 +118,11 @@ def test_bench_legacy_flags(pool):
 STARVATION_FACTOR = 10
 
 
-def cpu_counts():
+def cpu_counts(pool):
     """The CPU count of each host the pairs run on."""
-    from lib import env
-    from lib.remote import SshRemote
     counts = [os.cpu_count()]
-    topo = env.topology()
-    if topo.two_host:
-        out = SshRemote(topo.remote_args).cmd("nproc").stdout
-        counts.append(int(out.strip() or 0))
+    if pool.remote is not None:
+        counts.append(int(pool.remote.cmd("nproc").stdout.strip() or 0))
     return counts
 
 
@@ -142,7 +138,7 @@ def test_wlat_does_not_starve_the_device(pool, poll):
     another guest on the test bed's two cores gave wlat medians of 4.0 and
     7.3 ms and an rlat median of 8.0 ms in three runs (a host time slice per
     sample), with or without krping's yield."""
-    counts = cpu_counts()
+    counts = cpu_counts(pool)
     if max(counts) > 1:
         pytest.skip(f"{'/'.join(map(str, counts))} CPUs: the device's work "
                     "need not share a CPU with the spinning side (the test "

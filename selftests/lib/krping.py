@@ -47,22 +47,27 @@ PROVIDER = os.environ.get("KRPING_PROVIDER", "rxe")
 RDMA_DEVICES = single_host.devices(PROVIDER)
 
 
-def local_rdma_device(addr):
-    """The RDMA device on this host's interface that holds addr, or
-    None."""
-    try:
-        words = subprocess.run(["ip", "-o", "addr", "show", "to", addr],
-                               capture_output=True, text=True,
-                               timeout=30).stdout.split()
-        links = json.loads(subprocess.run(
-            ["rdma", "-j", "link", "show"], capture_output=True, text=True,
-            timeout=30).stdout or "[]")
-    except (OSError, ValueError, subprocess.SubprocessError):
+def rdma_device_of(addr, sh):
+    """The RDMA device on the interface that holds addr, or None; sh(cmd)
+    runs a shell command on that host and returns its stdout."""
+    words = sh(f"ip -o addr show to {addr}").split()
+    if len(words) < 2:
         return None
-    for link in links:
-        if len(words) > 1 and link.get("netdev") == words[1]:
+    for link in json.loads(sh("rdma -j link show") or "[]"):
+        if link.get("netdev") == words[1]:
             return link.get("ifname")
     return None
+
+
+def local_rdma_device(addr):
+    """rdma_device_of() on this host; None when the tools fail."""
+    def sh(cmd):
+        return subprocess.run(["sh", "-c", cmd], capture_output=True,
+                              text=True, timeout=30).stdout
+    try:
+        return rdma_device_of(addr, sh)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
 
 
 def _iwarp():
