@@ -835,6 +835,11 @@ KERNEL_BUG_MARKERS = ("BUG:", "WARNING:", "Oops", "general protection fault",
 KCSAN_SORTED = os.environ.get("KRPING_KCSAN_REPORTS") == "sort"
 
 
+# "traps: prog[pid] general protection fault ip:... in lib.so": the
+# kernel reporting a user process it killed (show_signal_msg), not a
+# kernel fault; the process's own test judges it.
+USER_FAULT = " traps: "
+
 # A failed page or vmalloc allocation dumps the stack (warn_alloc): the
 # kernel's answer to memory pressure or to an injected failure, not a bug.
 WARN_ALLOC = (": page allocation failure: ", ": vmalloc error: ")
@@ -851,6 +856,7 @@ def kernel_bug_lines(lines):
         if walloc and "</TASK>" in l:
             walloc = False
         if any(m in l for m in KERNEL_BUG_MARKERS) and \
+                USER_FAULT not in l and \
                 not (KCSAN_SORTED and "BUG: KCSAN:" in l):
             bad.append(l)
     return bad
