@@ -2,11 +2,8 @@
 """
 pytest glue for the krping selftests.
 
-- A tiny TAP plugin (--tap): prints kselftest TAP 13 instead of pytest's
-  terminal output ("TAP version 13", "1..N", "ok N - name",
-  "not ok N - name", "ok N - name # SKIP reason"; diagnostics as "# ...").
-  The exit status is 0 when nothing failed, 1 when something failed and
-  4 (kselftest's skip) when every test was skipped.
+- The TAP plugin (lib/tap.py, --tap): kselftest TAP 13 instead of
+  pytest's terminal output.
 - Fixtures: `pool` (sessions removed after the test, even a failed one),
   an autouse kernel-log watch that fails a test during which the kernel
   logged a BUG/WARNING/Oops/... and shows the kernel log of failed tests,
@@ -41,14 +38,12 @@ import pytest
 
 from lib import env, krping, single_host
 
+# --tap: kselftest TAP instead of pytest's terminal output (lib/tap.py).
+pytest_plugins = ["lib.tap"]
+
 WATCHDOG = int(os.environ.get(
     "KRPING_TEST_WATCHDOG",
     "900" if os.environ.get("KRPING_SLOW", "0") == "1" else "300"))
-
-
-def pytest_addoption(parser):
-    parser.addoption("--tap", action="store_true", default=False,
-                     help="print kselftest TAP instead of pytest's output")
 
 
 @pytest.hookimpl(trylast=True)
@@ -64,13 +59,6 @@ def pytest_configure(config):
         "markers", "stock_only: its kernel path is the same on every kernel "
         "and covered on the debug kernel by a representative, KUnit or "
         "another test; the debug-kernel stages deselect it")
-    if config.getoption("tap"):
-        # Replace pytest's terminal output (its options stay defined,
-        # unlike with -p no:terminal, which assertion rewriting needs).
-        tr = config.pluginmanager.getplugin("terminalreporter")
-        if tr is not None:
-            config.pluginmanager.unregister(tr)
-        config.pluginmanager.register(TapPlugin(config), "krping-tap")
 
 
 def pytest_generate_tests(metafunc):
@@ -92,142 +80,6 @@ def pytest_generate_tests(metafunc):
 def pytest_collection_modifyitems(session, config, items):
     # Tests that unload the module run after everything else.
     items.sort(key=lambda item: item.get_closest_marker("destructive") is not None)
-
-
-# --------------------------------------------------------------------------
-# TAP output
-
-def _tap_name(nodeid):
-    name = nodeid.replace("\n", "\\n").replace("\r", "\\r")
-    # '#' starts a directive in TAP
-    return name.replace("#", "\\#")
-
-
-def _diag(text, limit=200):
-    lines = str(text).splitlines()
-    if len(lines) > limit:
-        lines = [f"... ({len(lines) - limit} lines cut)"] + lines[-limit:]
-    return [("# " + l).rstrip() for l in lines]
-
-
-class TapPlugin:
-    def __init__(self, config):
-        self.capman = config.pluginmanager.getplugin("capturemanager")
-        self.num = 0
-        self.counts = {"pass": 0, "fail": 0, "skip": 0}
-        self.collect_errors = []
-        self.reports = {}
-        self.durations = []
-
-    def _out(self, *lines):
-        if self.capman is not None:
-            with self.capman.global_and_fixture_disabled():
-                self._write(lines)
-        else:
-            self._write(lines)
-
-    @staticmethod
-    def _write(lines):
-        for line in lines:
-            sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-
-    def pytest_sessionstart(self, session):
-        self._out("TAP version 13")
-
-    def pytest_collectreport(self, report):
-        if report.failed:
-            self.collect_errors.append(report)
-
-    def pytest_collection_finish(self, session):
-        total = len(session.items) + len(self.collect_errors)
-        if total == 0:
-            self._out("1..0 # SKIP no tests collected")
-            return
-        self._out(f"1..{total}")
-        for rep in self.collect_errors:
-            self.num += 1
-            self.counts["fail"] += 1
-            self._out(*_diag(rep.longreprtext),
-                      f"not ok {self.num} - {_tap_name(rep.nodeid or 'collection')}"
-                      " # collection error")
-
-    def pytest_runtest_logreport(self, report):
-        self.reports.setdefault(report.nodeid, []).append(report)
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        reports = self.reports.pop(nodeid, [])
-        self.durations.append((sum(r.duration for r in reports), nodeid))
-        self.num += 1
-        name = _tap_name(nodeid)
-        failed = [r for r in reports if r.failed]
-        skipped = [r for r in reports if r.skipped]
-        if failed:
-            self.counts["fail"] += 1
-            lines = []
-            for r in failed:
-                lines += _diag(f"{r.when} failed:")
-                lines += _diag(r.longreprtext)
-            shown = set()
-            for r in reports:
-                for title, content in r.sections:
-                    if content.strip() and (title, content) not in shown:
-                        shown.add((title, content))
-                        lines += _diag(f"--- {title} ---")
-                        lines += _diag(content, limit=40)
-            self._out(*lines, f"not ok {self.num} - {name}")
-        elif skipped:
-            self.counts["skip"] += 1
-            self._out(f"ok {self.num} - {name} # SKIP {self._skip_reason(skipped[0])}")
-        else:
-            self.counts["pass"] += 1
-            self._out(f"ok {self.num} - {name}")
-
-    @staticmethod
-    def _skip_reason(report):
-        longrepr = report.longrepr
-        if isinstance(longrepr, tuple) and len(longrepr) == 3:
-            reason = str(longrepr[2])
-        else:
-            reason = str(longrepr)
-        if reason.startswith("Skipped: "):
-            reason = reason[len("Skipped: "):]
-        return " ".join(reason.split()).replace("#", "\\#") or "no reason given"
-
-    def pytest_keyboard_interrupt(self, excinfo):
-        self._out("Bail out! interrupted")
-
-    def pytest_internalerror(self, excrepr, excinfo):
-        self._out(*_diag(excrepr), "Bail out! internal error")
-
-    def _write_durations(self):
-        """Every test's time, slowest first, to $KRPING_OUT/durations.tsv
-        (the VM's output dir): where a stage's time goes, for its budget."""
-        out = os.environ.get("KRPING_OUT")
-        if not out:
-            return
-        try:
-            with open(os.path.join(out, "durations.tsv"), "w") as f:
-                for d, n in sorted(self.durations, reverse=True):
-                    f.write(f"{d:.2f}\t{n}\n")
-        except OSError as e:
-            self._out(f"# durations.tsv not written: {e}")
-
-    def pytest_sessionfinish(self, session, exitstatus):
-        c = self.counts
-        slow = sorted(self.durations, reverse=True)[:5]
-        if slow:
-            self._out("# slowest: " + ", ".join(
-                f"{_tap_name(n)} {d:.1f}s" for d, n in slow))
-            self._out(f"# total test time {sum(d for d, _ in self.durations):.0f}s")
-            self._write_durations()
-        self._out(f"# Totals: pass:{c['pass']} fail:{c['fail']} xfail:0 "
-                  f"xpass:0 skip:{c['skip']} error:0")
-        if c["fail"]:
-            session.exitstatus = 1
-        elif exitstatus in (0, 5):
-            total = sum(c.values())
-            session.exitstatus = 4 if total == 0 or c["skip"] == total else 0
 
 
 # --------------------------------------------------------------------------
