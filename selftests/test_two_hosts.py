@@ -12,7 +12,8 @@ boots of the peer, but that load crashed the guests' kernels in rxe's
 receive path, with the keepalive off as well: an open finding.) The
 survivor here must end failed with -ETIMEDOUT (its keepalive,
 Documentation/krping.rst "A peer that vanishes", or rxe's retries,
-whichever comes first) within peer_timeout_ms plus a margin for TCG, and afterwards
+whichever comes first; fr's client over rxe may see -ECONNRESET, see
+ERRORS) within peer_timeout_ms plus a margin for TCG, and afterwards
 nothing of the runs may be left here: no session, no krping thread, the
 RDMA resources and the memory back where they were. The peer is booted
 again after the test.
@@ -57,6 +58,17 @@ ACTIVE = {"ping": ("server", "client"), "wlat": ("server", "client"),
           "rlat": ("client",), "bw": ("client",), "fr": ()}
 
 
+# How a survivor may fail besides -ETIMEDOUT. fr's client: its only
+# wire traffic is the keepalive's READ, with REG_MR and LOCAL_INV posted
+# behind it. When rxe retransmits that READ to the dead peer (0.5 s
+# later) it executes those local operations again (req_retry() rewinds
+# to the oldest unacknowledged request, done or not); the second REG_MR
+# finds its MR valid ("not free"), the QP fails and rxe flushes every
+# request, the failed one too, so no error status reaches krping: a
+# flush is -ECONNRESET. An rxe bug (6.12), to be reported upstream.
+ERRORS = {("fr", "client"): (-errno.ETIMEDOUT, -errno.ECONNRESET)}
+
+
 def working(s):
     """Has the local session done work of its test (not just connected)?
     Read here, not over ssh: cheap enough to poll."""
@@ -91,9 +103,10 @@ def test_peer_powered_off_mid_run(pool, power_cut, test, remote_side):
     end = local.wait_end(bound)
     took = time.monotonic() - t0
     assert end == "failed", local.describe()
-    assert local.error == -errno.ETIMEDOUT, local.describe()
-    print(f"the local {local.get('role')} failed -ETIMEDOUT {took:.1f}s "
-          "after the power cut")
+    assert local.error in ERRORS.get((test, local.get("role")),
+                                     (-errno.ETIMEDOUT,)), local.describe()
+    print(f"the local {local.get('role')} failed {local.error} "
+          f"{took:.1f}s after the power cut")
     if test == "ping":
         problems = krping.partial_ping_problems(local.get("role"),
                                                 local.stats(), SIZE["ping"])
