@@ -11,11 +11,12 @@
 #                         the debug kernel (KASAN, lockdep, kmemleak) with
 #                         KUnit and the selftests over rxe and siw, the suite
 #                         across a 6.12 and a 6.1 guest over rxe (two-host)
-#                         and two 6.12 guests over siw (two-host-siw), stages
-#                         overlapping; summary, last line "N passed, N failed, ..."
-#   make check-STAGE      one stage of check (deps build selftests smoke
+#                         and two 6.12 guests over rxe (two-host-rxe) and siw
+#                         (two-host-siw), stages overlapping; summary, last
+#                         line "N passed, N failed, ..."
+#   make check-STAGE      one stage of check (deps build bed selftests smoke
 #                         debug-kernel debug-kunit debug-rxe debug-siw
-#                         two-host two-host-siw), or
+#                         two-host two-host-rxe two-host-siw), or
 #                         kunit: the KUnit suites on UML (not in check), or
 #                         kcsan: the selftests on a KCSAN kernel (not in check), or
 #                         two-host-all: every two-host test across two 6.12 guests (not in check)
@@ -33,8 +34,8 @@ KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
 KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
-CHECK_STAGES := deps build selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
-	two-host two-host-siw two-host-all
+CHECK_STAGES := deps build bed selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
+	two-host two-host-rxe two-host-siw two-host-all
 
 .PHONY: all modules clean deps build check run vm \
 	$(addprefix check-,$(CHECK_STAGES))
