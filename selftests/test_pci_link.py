@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The PCI link between the two hosts, without any driver of ours.
+
+RoPCIe across two hosts (Documentation/ropcie.rst) runs over a PCI
+device whose memory both hosts share: in the test bed QEMU's
+ivshmem-doorbell (PCI 1af4:1110), one in each guest, fed by the pair's
+scripts/testbed/ivshmem-server (scripts/testbed/vm-pair). Before any
+driver uses it, these tests check what the link promises, through
+sysfs alone: both hosts see the device with the same BAR2 size, bytes
+written into BAR2 on one host are read back on the other, both ways,
+and each host has its own peer ID (IVPosition, BAR0 offset 8).
+
+Needs a remote host (lib/env.py) and the device on both; on a lab's
+own hosts without one the tests skip with the reason.
+"""
+
+import os
+import secrets
+import subprocess
+
+import pytest
+
+from lib import env
+from lib.remote import SshRemote
+
+pytestmark = pytest.mark.two_host
+
+VENDOR, DEVICE = "0x1af4", "0x1110"
+IVPOSITION = 8          # BAR0 register: this host's peer ID
+CHUNK = 4096
+
+# Runs on either host (here with python3, there through ssh): prints the
+# device's sysfs directory, or nothing.
+FIND = (f"for d in /sys/bus/pci/devices/*; do "
+        f"[ \"$(cat $d/vendor)\" = {VENDOR} ] && "
+        f"[ \"$(cat $d/device)\" = {DEVICE} ] && echo $d && break; "
+        f"done; true")
+
+# The helper both hosts run: python3 -c HELPER DIR OP [ARGS]. OP is
+# "size" (BAR2's), "id" (IVPosition), "read OFF LEN" (hex) or "write OFF
+# HEX". The device is enabled first: BAR access needs memory decoding.
+HELPER = r"""
+import mmap, os, struct, sys
+d, op = sys.argv[1], sys.argv[2]
+with open(d + "/enable") as f:
+    enabled = f.read().strip() != "0"
+if not enabled:
+    with open(d + "/enable", "w") as f:
+        f.write("1")
+def bar(n, write=False):
+    fd = os.open(f"{d}/resource{n}", os.O_RDWR if write else os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        prot = mmap.PROT_READ | (mmap.PROT_WRITE if write else 0)
+        # The file's size (BAR0 has 256 bytes): Python refuses to map
+        # more, and the kernel maps the page it is in.
+        return mmap.mmap(fd, size, mmap.MAP_SHARED, prot), size
+    finally:
+        os.close(fd)
+if op == "size":
+    print(os.stat(d + "/resource2").st_size)
+elif op == "id":
+    m, _ = bar(0)
+    print(struct.unpack("<I", m[8:12])[0])
+elif op == "read":
+    off, n = int(sys.argv[3]), int(sys.argv[4])
+    m, _ = bar(2)
+    print(m[off:off + n].hex())
+elif op == "write":
+    off, data = int(sys.argv[3]), bytes.fromhex(sys.argv[4])
+    m, _ = bar(2, write=True)
+    m[off:off + len(data)] = data
+    m.flush()
+"""
+
+
+class Side:
+    """One host's end of the link: here (remote None) or there."""
+
+    def __init__(self, remote=None):
+        self.remote = remote
+        self.dir = self.sh(FIND).strip()
+
+    def sh(self, cmd):
+        if self.remote:
+            return self.remote.cmd(cmd).stdout
+        cp = subprocess.run(["sh", "-c", cmd], capture_output=True,
+                            text=True, timeout=60)
+        assert cp.returncode == 0, f"exit {cp.returncode}: {cp.stderr}"
+        return cp.stdout
+
+    def helper(self, *args):
+        quoted = " ".join(f"'{a}'" for a in (self.dir,) + args)
+        script = HELPER.replace("'", "'\"'\"'")
+        return self.sh(f"python3 -c '{script}' {quoted}").strip()
+
+
+@pytest.fixture(scope="module")
+def link():
+    topo = env.topology()
+    if not topo.two_host:
+        pytest.skip("needs a remote host: set REMOTE_TYPE, REMOTE_ARGS, "
+                    "LOCAL_ADDR and REMOTE_ADDR (selftests/krping.config)")
+    here, there = Side(), Side(SshRemote(topo.remote_args))
+    for name, side in (("here", here), ("there", there)):
+        if not side.dir:
+            pytest.skip(f"no ivshmem-doorbell device (PCI 1af4:1110) {name}"
+                        ": the PCI link comes with scripts/testbed/vm-pair")
+    return here, there
+
+
+def test_both_hosts_see_one_region(link):
+    here, there = link
+    size = int(here.helper("size"))
+    assert size == int(there.helper("size")), "BAR2 sizes differ"
+    assert size >= CHUNK and size & (size - 1) == 0, f"BAR2 of {size} bytes"
+
+
+def test_each_host_has_its_own_peer_id(link):
+    here, there = link
+    ids = int(here.helper("id")), int(there.helper("id"))
+    assert ids[0] != ids[1], f"both hosts have peer ID {ids[0]}"
+    assert all(0 <= i <= 0xFFFF for i in ids), ids
+
+
+@pytest.mark.parametrize("writer", ["here", "there"])
+def test_bytes_cross_the_link(link, writer):
+    """Random bytes at a random page of BAR2, written on one host, are
+    what the other host reads there: the memory is one, not a copy."""
+    here, there = link
+    src, dst = (here, there) if writer == "here" else (there, here)
+    size = int(here.helper("size"))
+    off = secrets.randbelow(size // CHUNK) * CHUNK
+    data = os.urandom(CHUNK).hex()
+    before = dst.helper("read", str(off), str(CHUNK))
+    assert before != data
+    src.helper("write", str(off), data)
+    assert dst.helper("read", str(off), str(CHUNK)) == data
