@@ -317,6 +317,7 @@ static int ropcie_newlink(const char *name, struct net_device *netdev)
 	}
 	ibdev = &dev->ibdev;
 	INIT_LIST_HEAD(&dev->list);
+	dev->transport = &ropcie_loopback_transport;
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&dev->mr_xa, XA_FLAGS_ALLOC1);
 
@@ -446,7 +447,7 @@ static int __init ropcie_init(void)
 	ropcie_debugfs = debugfs_create_dir("ropcie", NULL);
 	debugfs_create_file("profile", 0600, ropcie_debugfs, NULL,
 			    &ropcie_prof_fops);
-	pr_info("loaded (backend %s)\n", ropcie_loopback_ops.name);
+	pr_info("loaded (transport %s)\n", ropcie_loopback_transport.name);
 	return 0;
 }
 

@@ -2,7 +2,7 @@
 /*
  * ropcie queue pairs: creation, the state machine, posting to the send
  * and receive rings, and the per-QP kthread that consumes the send ring,
- * runs each work request through the backend and flushes both rings when
+ * runs each work request through the requester and flushes both rings when
  * the QP is in the error state.
  *
  * A small RDMA WRITE posted alone to an empty SQ that no one is consuming
@@ -200,20 +200,6 @@ static void ropcie_flush(struct ropcie_qp *qp)
 	}
 }
 
-/* The peer, held, or NULL when not connected. */
-static struct ropcie_qp *ropcie_qp_peer(struct ropcie_qp *qp)
-{
-	struct ropcie_qp *peer;
-	unsigned long flags;
-
-	spin_lock_irqsave(&ropcie_fabric_lock, flags);
-	peer = qp->peer;
-	if (peer)
-		ropcie_qp_get(peer);
-	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-	return peer;
-}
-
 /* Local operations: REG_MR and LOCAL_INV. */
 static enum ib_wc_status ropcie_local_op(struct ropcie_qp *qp,
 					 const struct ropcie_sqe *sqe)
@@ -234,7 +220,6 @@ static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 {
 	u64 t_post = sqe->t_post, t_run = 0, t_done = 0;
 	struct ib_wc wc = {};
-	struct ropcie_qp *peer;
 
 	if (t_post) {
 		t_run = ktime_get_ns();
@@ -244,31 +229,13 @@ static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 	if (sqe->opcode == IB_WR_REG_MR || sqe->opcode == IB_WR_LOCAL_INV) {
 		wc.status = ropcie_local_op(qp, sqe);
 	} else {
-		peer = ropcie_qp_peer(qp);
-		if (!peer) {
-			wc.status = IB_WC_WR_FLUSH_ERR;
-		} else {
-			bool write = t_post && sqe->opcode == IB_WR_RDMA_WRITE;
-			int ret;
+		bool write = sqe->opcode == IB_WR_RDMA_WRITE;
 
-			if (write) {
-				atomic64_set(&peer->prof_write, t_run);
-				/*
-				 * The stamp before the data: the peer may see
-				 * the data and answer at once.
-				 */
-				smp_wmb();
-			}
-			ret = ropcie_loopback_ops.execute(qp, peer, sqe, &wc,
-							 !inline_exec);
-			if (t_post && ret != -EAGAIN)
-				t_done = ktime_get_ns();
-			if (write && wc.status != IB_WC_SUCCESS)
-				atomic64_cmpxchg(&peer->prof_write, t_run, 0);
-			ropcie_qp_put(peer);
-			if (ret == -EAGAIN)
-				return false;
-		}
+		if (ropcie_request(qp, sqe, &wc, !inline_exec,
+				   write ? t_run : 0) == -EAGAIN)
+			return false;
+		if (t_post)
+			t_done = ktime_get_ns();
 	}
 	if (t_done) {
 		ropcie_prof_add(ROPCIE_PROF_EXEC, t_done - t_run);
@@ -783,17 +750,16 @@ int ropcie_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		ropcie_qp_kick(qp);	/* flush it (ib_drain_rq) */
 	} else {
 		/*
-		 * A SEND of the peer may wait for this receive: wake its
-		 * worker then, not for every receive (a woken worker owns
-		 * its SQ for a moment, and the WRITEs posted meanwhile miss
-		 * the inline path). The entry is produced before the flag
-		 * is read; ropcie_lo_send() sets the flag before it looks.
+		 * A SEND of the peer may wait for this receive: tell the
+		 * transport then, not for every receive (on loopback, a
+		 * woken worker owns its SQ for a moment, and the WRITEs
+		 * posted meanwhile miss the inline path). The entry is
+		 * produced before the flag is read; ropcie_respond_send()
+		 * sets the flag before it looks.
 		 */
 		smp_mb();
-		spin_lock_irqsave(&ropcie_fabric_lock, flags);
-		if (qp->peer && READ_ONCE(qp->peer->recv_wait))
-			ropcie_qp_kick(qp->peer);
-		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		if (READ_ONCE(qp->rnr_wait))
+			qp->dev->transport->recv_posted(qp);
 	}
 	return ret;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * ropcie: a software iWARP-style verbs provider whose queues are
- * circular buffers drained by one kthread per QP, on a loopback fabric.
+ * circular buffers drained by one kthread per QP. A requester
+ * (requester.c) hands each SEND, WRITE or READ to its device's transport
+ * (struct ropcie_transport_ops), which brings it to the responder of the
+ * target QP (responder.c) on the host that owns the target's memory.
  */
 #ifndef ROPCIE_H
 #define ROPCIE_H
@@ -35,8 +38,11 @@
 #define ROPCIE_MAX_MSG		0x80000000U
 #define ROPCIE_MAX_IRD_ORD	128
 
+struct ropcie_transport_ops;
+
 struct ropcie_dev {
 	struct ib_device ibdev;
+	const struct ropcie_transport_ops *transport;
 	struct net_device *netdev;	/* held by ib_device_set_netdev() */
 	u8 gid[ETH_ALEN];
 	struct list_head list;		/* ropcie_devices, under its mutex */
@@ -151,10 +157,10 @@ struct ropcie_qp {
 	 */
 	atomic_t inbound;
 	/*
-	 * A SEND found the peer's RQ empty and waits for a receive: the
-	 * peer's post_recv wakes our worker only then.
+	 * A SEND of the peer found this QP's RQ empty and waits for a
+	 * receive: post_recv tells the transport only then.
 	 */
-	bool recv_wait;
+	bool rnr_wait;
 
 	/* Under ropcie_fabric_lock: */
 	bool claimed;			/* a connection request is in flight */
@@ -218,7 +224,7 @@ extern bool ropcie_profile;
 enum ropcie_prof_stage {
 	ROPCIE_PROF_POST,	/* post_send, entry to return */
 	ROPCIE_PROF_QUEUE,	/* post_send entry to the worker taking the WR */
-	ROPCIE_PROF_EXEC,	/* backend: checks and copy */
+	ROPCIE_PROF_EXEC,	/* request and response: checks and copy */
 	ROPCIE_PROF_COMPLETE,	/* the CQ post, completion handler included */
 	ROPCIE_PROF_LANDED,	/* post_send entry to the data in place */
 	ROPCIE_PROF_TURNAROUND,	/* a WRITE starting to the target's next post */
@@ -304,21 +310,79 @@ void ropcie_iw_add_ref(struct ib_qp *ibqp);
 void ropcie_iw_rem_ref(struct ib_qp *ibqp);
 struct ib_qp *ropcie_iw_get_qp(struct ib_device *ibdev, int qpn);
 
-/* loopback.c: the transport of one work request */
-struct ropcie_backend_ops {
-	const char *name;
-	/*
-	 * Execute @sqe of @qp against @peer: set wc->status (and byte_len)
-	 * and return 0, or return -EAGAIN to be called again later (a SEND
-	 * that finds no receive posted yet). @may_sleep: false when run in
-	 * the poster's context (a WRITE of at most inline_max bytes).
-	 */
-	int (*execute)(struct ropcie_qp *qp, struct ropcie_qp *peer,
-		       const struct ropcie_sqe *sqe, struct ib_wc *wc,
-		       bool may_sleep);
+/* sge.c: resolved SGEs, and copies between them */
+struct ropcie_seg {
+	struct ropcie_mr *mr;		/* held and entered; NULL: a kernel VA */
+	u64 addr;
+	u64 len;
 };
 
-extern const struct ropcie_backend_ops ropcie_loopback_ops;
+struct ropcie_segs {
+	struct ropcie_seg seg[ROPCIE_MAX_SGE];
+	u32 n;
+	u64 total;
+};
+
+enum ib_wc_status ropcie_segs_get(struct ropcie_qp *qp,
+				  const struct ib_sge *sge, u32 num,
+				  bool sink, struct ropcie_segs *s);
+void ropcie_segs_put(struct ropcie_segs *s);
+bool ropcie_copy(const struct ropcie_seg *dst, u32 nd,
+		 const struct ropcie_seg *src, u32 ns, u64 len,
+		 bool may_sleep);
+
+/*
+ * What a requester asks of the responder: no pointer into either host's
+ * memory, so that a transport may carry it to another host.
+ */
+enum ropcie_op {
+	ROPCIE_OP_SEND,
+	ROPCIE_OP_SEND_INV,	/* inv_rkey: the responder's MR to invalidate */
+	ROPCIE_OP_WRITE,
+	ROPCIE_OP_READ,		/* READ_WITH_INV invalidates on the requester */
+};
+
+struct ropcie_req {
+	enum ropcie_op op;
+	bool solicited;
+	u32 rkey;		/* WRITE, READ */
+	u32 inv_rkey;		/* SEND_INV */
+	u64 remote_addr;	/* WRITE, READ */
+	u64 len;		/* bytes of the message */
+	u64 t_start;		/* profile, same host only: a WRITE began, ns */
+};
+
+/* requester.c and responder.c */
+int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
+		   struct ib_wc *wc, bool may_sleep, u64 t_start);
+int ropcie_respond(struct ropcie_qp *tqp, const struct ropcie_req *req,
+		   const struct ropcie_segs *data, bool may_sleep,
+		   enum ib_wc_status *status);
+
+/**
+ * struct ropcie_transport_ops - how requests reach the target QP
+ * @name: shown in the log
+ * @transfer: carry @req and the requester's bytes @local (the source of
+ *	a SEND or WRITE, the sink of a READ) to the peer of @qp, run
+ *	ropcie_respond() there and set *@status to its verdict. Return 0,
+ *	or -EAGAIN when the peer has no receive for a SEND yet.
+ *	@may_sleep is false in the poster's context (an inline WRITE).
+ * @recv_posted: @qp got a receive while a SEND of its peer waited for
+ *	one (ropcie_respond() returned -EAGAIN): let the peer try again.
+ *
+ * The semantics of the verbs are the requester's and the responder's;
+ * a transport only moves requests, verdicts and bytes.
+ */
+struct ropcie_transport_ops {
+	const char *name;
+	int (*transfer)(struct ropcie_qp *qp, const struct ropcie_req *req,
+			const struct ropcie_segs *local, bool may_sleep,
+			enum ib_wc_status *status);
+	void (*recv_posted)(struct ropcie_qp *qp);
+};
+
+/* loopback.c */
+extern const struct ropcie_transport_ops ropcie_loopback_transport;
 
 /* cm.c */
 int ropcie_iw_connect(struct iw_cm_id *cm_id,
