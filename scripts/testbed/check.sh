@@ -383,10 +383,13 @@ stage_kcsan() {
 # two-host also waits for the debug kernel: its two guests want both
 # cores, and beside a cold build of that kernel they would lengthen the
 # critical path (the build, then debug-rxe) by most of their own length.
+# two-host-siw waits for two-host-rxe: four two-vCPU guests on two cores
+# took each stage twice its time alone (1005 and 898 s against 440 and
+# 340), so one after the other ends about 200 s sooner.
 declare -A NEEDS=(
 	[build]=deps [kunit]=deps [debug-kernel]=deps [bed]=deps
 	[selftests]=build [smoke]=build [two-host]="build debug-kernel"
-	[two-host-rxe]="build debug-kernel" [two-host-siw]="build debug-kernel"
+	[two-host-rxe]="build debug-kernel" [two-host-siw]="build debug-kernel two-host-rxe"
 	[two-host-all]=build
 	[debug-kunit]=debug-kernel [debug-rxe]=debug-kernel [debug-siw]=debug-kernel
 )
