@@ -62,7 +62,7 @@ for want in "$@"; do
 	kunit=()
 	if grep -q '^CONFIG_KUNIT=y' "/usr/src/linux-headers-$kver/.config" 2>/dev/null; then
 		kunit=(CONFIG_KRPING_OPTIONS_KUNIT_TEST=m CONFIG_KRPING_LATENCY_KUNIT_TEST=m
-			CONFIG_ROPCIE_RING_KUNIT_TEST=m)
+			CONFIG_ROPCIE_RING_KUNIT_TEST=m CONFIG_ROPCIE_WIRE_KUNIT_TEST=m)
 	fi
 	make -C "/usr/src/linux-headers-$kver" M="$dir" CONFIG_RDMA_KRPING=m \
 		CONFIG_ROPCIE=m CONFIG_ROPCIE_TEST=m "${kunit[@]}" \

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * KUnit tests of the ropcie link protocol (ropcie/wire.c): the window
+ * geometry, the header handshake fields, ring indices that wrap around
+ * or that a peer advanced too far, the descriptor round trip, a table
+ * of hostile descriptors (one per field class a peer can get wrong, each
+ * with the errno it must get), and every single-byte corruption of a
+ * valid descriptor of each type: whatever decodes must still describe a
+ * fragment inside its slot and its message.
+ *
+ * The protocol code is included rather than linked so that its object
+ * file is not built into two modules.
+ */
+
+#include <kunit/test.h>
+#include <linux/module.h>
+#include <linux/string.h>
+
+#include "../ropcie/wire.c"
+
+/* An inbound window of the test bed: half of a 16 MiB BAR, less a page. */
+#define WIN_8M		(8ULL * 1024 * 1024 - 4096)
+
+static void geom_8m(struct kunit *test, struct ropcie_wire_geom *g)
+{
+	KUNIT_ASSERT_EQ(test, ropcie_wire_geometry(WIN_8M, g), 0);
+}
+
+static void ropcie_wire_test_geometry(struct kunit *test)
+{
+	static const u64 sizes[] = {
+		270336, 1 << 20, WIN_8M, 64ULL << 20, 1ULL << 30, 1ULL << 40,
+	};
+	struct ropcie_wire_geom g;
+	u64 fixed = ROPCIE_WIRE_HDR_SIZE + 4096;
+	int i, r;
+
+	geom_8m(test, &g);
+	KUNIT_EXPECT_EQ(test, g.nslots, ROPCIE_WIRE_SLOTS);
+	/* (8 MiB - 4 KiB - 8 KiB) / 64 slots, rounded down to 4 KiB */
+	KUNIT_EXPECT_EQ(test, g.slot_size, 126976U);
+
+	/* The smallest window: 4 KiB slots exactly; one byte less fails. */
+	KUNIT_EXPECT_EQ(test, ropcie_wire_geometry(fixed + 64 * 4096, &g), 0);
+	KUNIT_EXPECT_EQ(test, g.slot_size, 4096U);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_geometry(fixed + 64 * 4096 - 1, &g),
+			-ENOSPC);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_geometry(0, &g), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_geometry(fixed - 1, &g), -ENOSPC);
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		KUNIT_ASSERT_EQ(test, ropcie_wire_geometry(sizes[i], &g), 0);
+		KUNIT_EXPECT_LE(test, g.used, sizes[i]);
+		KUNIT_EXPECT_LE(test, g.slot_size, ROPCIE_WIRE_SLOT_MAX);
+		KUNIT_EXPECT_GE(test, g.slot_size, ROPCIE_WIRE_SLOT_MIN);
+		KUNIT_EXPECT_EQ(test, g.slot_size % 4096, 0U);
+		for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++) {
+			/* Descriptors after the header, data after them. */
+			KUNIT_EXPECT_GE(test, g.desc_off[r],
+					(u64)ROPCIE_WIRE_HDR_SIZE);
+			KUNIT_EXPECT_LE(test, g.desc_off[r] +
+					g.nslots * ROPCIE_WIRE_DESC_SIZE, fixed);
+			KUNIT_EXPECT_EQ(test, g.data_off[r] % 4096, 0ULL);
+			KUNIT_EXPECT_LE(test, g.data_off[r] +
+					(u64)g.nslots * g.slot_size, g.used);
+		}
+		KUNIT_EXPECT_EQ(test, g.desc_off[1] - g.desc_off[0],
+				(u64)g.nslots * ROPCIE_WIRE_DESC_SIZE);
+		KUNIT_EXPECT_EQ(test, g.data_off[1] - g.data_off[0],
+				(u64)g.nslots * g.slot_size);
+	}
+	/* Huge windows: slots stop growing at the maximum. */
+	KUNIT_EXPECT_EQ(test, ropcie_wire_geometry(1ULL << 40, &g), 0);
+	KUNIT_EXPECT_EQ(test, g.slot_size, ROPCIE_WIRE_SLOT_MAX);
+}
+
+static void ropcie_wire_test_header(struct kunit *test)
+{
+	struct ropcie_wire_geom g, other;
+	struct ropcie_wire_hdr h, bad;
+
+	geom_8m(test, &g);
+	ropcie_wire_hdr_init(&h, &g, 0x1234);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_hdr_check(&h, &g), 0);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(h.epoch), 0x1234ULL);
+	KUNIT_EXPECT_EQ(test, h.prod[0] | h.prod[1] | h.cons[0] | h.cons[1],
+			0U);
+
+	/* A peer that has not written, or is restarting: wait. */
+	memset(&bad, 0, sizeof(bad));
+	KUNIT_EXPECT_EQ(test, ropcie_wire_hdr_check(&bad, &g), -EAGAIN);
+	bad = h;
+	bad.epoch = 0;
+	KUNIT_EXPECT_EQ(test, ropcie_wire_hdr_check(&bad, &g), -EAGAIN);
+	bad = h;
+	bad.magic = cpu_to_le32(ROPCIE_WIRE_MAGIC ^ 1);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_hdr_check(&bad, &g), -EAGAIN);
+
+	/* Another protocol or another idea of the window: never up. */
+	bad = h;
+	bad.version = cpu_to_le16(ROPCIE_WIRE_VERSION + 1);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_hdr_check(&bad, &g), -EPROTO);
+	bad = h;
+	bad.nslots = cpu_to_le16(ROPCIE_WIRE_SLOTS * 2);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_hdr_check(&bad, &g), -EPROTO);
+	KUNIT_ASSERT_EQ(test, ropcie_wire_geometry(1 << 20, &other), 0);
+	ropcie_wire_hdr_init(&bad, &other, 0x1234);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_hdr_check(&bad, &g), -EPROTO);
+}
+
+static void ropcie_wire_test_ring_count(struct kunit *test)
+{
+	const u32 n = ROPCIE_WIRE_SLOTS;
+	u32 c = 0xdead;
+
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(3, 3, n, &c), 0);
+	KUNIT_EXPECT_EQ(test, c, 0U);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(5, 3, n, &c), 0);
+	KUNIT_EXPECT_EQ(test, c, 2U);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(3 + n, 3, n, &c), 0);
+	KUNIT_EXPECT_EQ(test, c, n);
+	/* Wrap-around of the free-running counters. */
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(2, U32_MAX - 1, n, &c), 0);
+	KUNIT_EXPECT_EQ(test, c, 4U);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(n - 1, U32_MAX, n, &c), 0);
+	KUNIT_EXPECT_EQ(test, c, n);
+
+	/* Advanced too far, or backwards: refused, @count untouched. */
+	c = 0xdead;
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(4 + n, 3, n, &c), -ERANGE);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(3, 5, n, &c), -ERANGE);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(n, U32_MAX, n, &c),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_ring_count(U32_MAX, 0, n, &c),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, c, 0xdeadU);
+}
+
+/* A valid message of each type, as a correct peer writes it. */
+static const struct ropcie_wire_msg valid_msgs[] = {
+	{ .type = ROPCIE_WIRE_SEND, .flags = ROPCIE_WIRE_FIRST |
+	  ROPCIE_WIRE_LAST | ROPCIE_WIRE_SOLICITED, .len = 64, .dst_qpn = 2,
+	  .src_qpn = 3, .msn = 7, .msg_len = 64 },
+	{ .type = ROPCIE_WIRE_SEND, .flags = ROPCIE_WIRE_FIRST |
+	  ROPCIE_WIRE_LAST, .dst_qpn = 2, .src_qpn = 3 },	/* empty */
+	{ .type = ROPCIE_WIRE_SEND_INV, .flags = ROPCIE_WIRE_LAST,
+	  .len = 100, .dst_qpn = 2, .src_qpn = 3, .msn = 8, .inv_rkey = 0x501,
+	  .msg_len = 126976 + 100, .offset = 126976 },
+	{ .type = ROPCIE_WIRE_WRITE, .flags = ROPCIE_WIRE_FIRST, .len = 126976,
+	  .dst_qpn = ROPCIE_WIRE_MAX_QPN, .src_qpn = 2, .msn = U32_MAX,
+	  .rkey = 0x1234, .raddr = U64_MAX - 4096,
+	  .msg_len = ROPCIE_WIRE_MAX_MSG },
+	{ .type = ROPCIE_WIRE_WRITE, .len = 126976, .dst_qpn = 2, .src_qpn = 2,
+	  .rkey = 0x1234, .raddr = 0x1000, .msg_len = 1 << 20,
+	  .offset = 126976 },
+	{ .type = ROPCIE_WIRE_READ, .flags = ROPCIE_WIRE_FIRST |
+	  ROPCIE_WIRE_LAST, .dst_qpn = 2, .src_qpn = 3, .msn = 9,
+	  .rkey = 0x2201, .raddr = 0xffff888000000000ULL, .msg_len = 1 << 20 },
+	{ .type = ROPCIE_WIRE_RECV_POSTED, .dst_qpn = 2, .src_qpn = 3 },
+	{ .type = ROPCIE_WIRE_CM, .flags = ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST,
+	  .len = 512, .src_qpn = 5, .msg_len = 512 },
+	{ .type = ROPCIE_WIRE_ACK, .dst_qpn = 3, .src_qpn = 2, .msn = 7 },
+	{ .type = ROPCIE_WIRE_ACK, .status = 10, .dst_qpn = 3, .src_qpn = 2,
+	  .msn = 7 },
+	{ .type = ROPCIE_WIRE_READ_DATA, .flags = ROPCIE_WIRE_LAST, .len = 4,
+	  .dst_qpn = 3, .src_qpn = 2, .msn = 9, .msg_len = 126980,
+	  .offset = 126976 },
+	{ .type = ROPCIE_WIRE_RNR, .dst_qpn = 3, .src_qpn = 2, .msn = 7 },
+};
+
+static enum ropcie_wire_ring ring_of(const struct ropcie_wire_msg *m)
+{
+	return m->type >= ROPCIE_WIRE_ACK ? ROPCIE_WIRE_RSP : ROPCIE_WIRE_REQ;
+}
+
+static void ropcie_wire_test_round_trip(struct kunit *test)
+{
+	struct ropcie_wire_desc d;
+	struct ropcie_wire_msg m;
+	struct ropcie_wire_geom g;
+	int i, ret;
+
+	geom_8m(test, &g);
+	for (i = 0; i < ARRAY_SIZE(valid_msgs); i++) {
+		ropcie_wire_desc_encode(&d, &valid_msgs[i]);
+		ret = ropcie_wire_desc_decode(&d, ring_of(&valid_msgs[i]), &g,
+					      &m);
+		KUNIT_EXPECT_EQ_MSG(test, ret, 0, "valid message %d", i);
+		KUNIT_EXPECT_EQ_MSG(test, memcmp(&m, &valid_msgs[i], sizeof(m)),
+				    0, "valid message %d", i);
+	}
+}
+
+/* A hostile descriptor: a valid message with one field class wrong. */
+struct hostile_case {
+	const char *what;
+	int base;			/* index into valid_msgs */
+	enum ropcie_wire_ring ring;
+	void (*spoil)(struct ropcie_wire_desc *d);
+};
+
+#define SPOIL(name, stmt) \
+	static void spoil_##name(struct ropcie_wire_desc *d) { stmt; }
+
+SPOIL(type0, d->type = 0)
+SPOIL(type_gap, d->type = ROPCIE_WIRE_CM + 1)
+SPOIL(type_ff, d->type = 0xff)
+SPOIL(none, (void)d)
+SPOIL(flag8, d->flags |= 0x08)
+SPOIL(flag80, d->flags |= 0x80)
+SPOIL(rsvd0, d->reserved0 = cpu_to_le32(1))
+SPOIL(rsvd1, d->reserved1 = cpu_to_le64(1ULL << 63))
+SPOIL(dst_qpn, d->dst_qpn = cpu_to_le32(ROPCIE_WIRE_MAX_QPN + 1))
+SPOIL(src_qpn, d->src_qpn = cpu_to_le32(U32_MAX))
+SPOIL(status, d->status = cpu_to_le16(1))
+SPOIL(status_big, d->status = cpu_to_le16(ROPCIE_WIRE_STATUS_MAX + 1))
+SPOIL(solicited, d->flags |= ROPCIE_WIRE_SOLICITED)
+SPOIL(len_slot, d->len = cpu_to_le32(126976 + 1);
+	      d->msg_len = cpu_to_le64(126977))
+SPOIL(len_huge, d->len = cpu_to_le32(U32_MAX))
+SPOIL(len_msg, d->len = cpu_to_le32(65))
+SPOIL(offset_past, d->offset = cpu_to_le64(le64_to_cpu(d->msg_len) + 1))
+SPOIL(offset_wrap, d->offset = cpu_to_le64(U64_MAX - 8);
+	      d->flags &= ~ROPCIE_WIRE_FIRST)
+SPOIL(msg_huge, d->msg_len = cpu_to_le64(ROPCIE_WIRE_MAX_MSG + 1))
+SPOIL(msg_u64, d->msg_len = cpu_to_le64(U64_MAX))
+SPOIL(no_first, d->flags &= ~ROPCIE_WIRE_FIRST)
+SPOIL(late_first, d->flags |= ROPCIE_WIRE_FIRST)
+SPOIL(no_last, d->flags &= ~ROPCIE_WIRE_LAST)
+SPOIL(early_last, d->flags |= ROPCIE_WIRE_LAST)
+SPOIL(empty_frag, d->len = 0)
+SPOIL(read_payload, d->len = cpu_to_le32(8))
+SPOIL(read_offset, d->offset = cpu_to_le64(4096))
+SPOIL(some_len, d->len = cpu_to_le32(1))
+SPOIL(some_msg, d->msg_len = cpu_to_le64(1))
+SPOIL(some_flags, d->flags = ROPCIE_WIRE_FIRST)
+SPOIL(cm_qpn, d->dst_qpn = cpu_to_le32(2))
+SPOIL(cm_split, d->msg_len = cpu_to_le64(1024);
+	      d->flags &= ~ROPCIE_WIRE_LAST)
+
+static const struct hostile_case hostile[] = {
+	{ "type 0", 0, ROPCIE_WIRE_REQ, spoil_type0 },
+	{ "type between the rings' ranges", 0, ROPCIE_WIRE_REQ, spoil_type_gap },
+	{ "type 0xff", 0, ROPCIE_WIRE_REQ, spoil_type_ff },
+	{ "SEND in the response ring", 0, ROPCIE_WIRE_RSP, spoil_none },
+	{ "READ in the response ring", 5, ROPCIE_WIRE_RSP, spoil_none },
+	{ "ACK in the request ring", 8, ROPCIE_WIRE_REQ, spoil_none },
+	{ "READ_DATA in the request ring", 10, ROPCIE_WIRE_REQ, spoil_none },
+	{ "unknown flag 0x08", 0, ROPCIE_WIRE_REQ, spoil_flag8 },
+	{ "unknown flag 0x80", 8, ROPCIE_WIRE_RSP, spoil_flag80 },
+	{ "reserved0 set", 3, ROPCIE_WIRE_REQ, spoil_rsvd0 },
+	{ "reserved1 set", 8, ROPCIE_WIRE_RSP, spoil_rsvd1 },
+	{ "dst_qpn beyond 24 bits", 3, ROPCIE_WIRE_REQ, spoil_dst_qpn },
+	{ "src_qpn beyond 24 bits", 8, ROPCIE_WIRE_RSP, spoil_src_qpn },
+	{ "status on a SEND", 0, ROPCIE_WIRE_REQ, spoil_status },
+	{ "status on an RNR", 11, ROPCIE_WIRE_RSP, spoil_status },
+	{ "status beyond the largest", 8, ROPCIE_WIRE_RSP, spoil_status_big },
+	{ "solicited WRITE", 3, ROPCIE_WIRE_REQ, spoil_solicited },
+	{ "solicited ACK", 8, ROPCIE_WIRE_RSP, spoil_solicited },
+	{ "fragment larger than a slot", 0, ROPCIE_WIRE_REQ, spoil_len_slot },
+	{ "fragment of 4 GiB", 3, ROPCIE_WIRE_REQ, spoil_len_huge },
+	{ "fragment past its message", 0, ROPCIE_WIRE_REQ, spoil_len_msg },
+	{ "offset past the message", 2, ROPCIE_WIRE_REQ, spoil_offset_past },
+	{ "offset + len wraps", 4, ROPCIE_WIRE_REQ, spoil_offset_wrap },
+	{ "message over 2 GiB", 3, ROPCIE_WIRE_REQ, spoil_msg_huge },
+	{ "message of 2^64 - 1", 5, ROPCIE_WIRE_REQ, spoil_msg_u64 },
+	{ "offset 0 without FIRST", 3, ROPCIE_WIRE_REQ, spoil_no_first },
+	{ "FIRST at a later offset", 4, ROPCIE_WIRE_REQ, spoil_late_first },
+	{ "end without LAST", 0, ROPCIE_WIRE_REQ, spoil_no_last },
+	{ "LAST before the end", 3, ROPCIE_WIRE_REQ, spoil_early_last },
+	{ "empty fragment of a message", 3, ROPCIE_WIRE_REQ, spoil_empty_frag },
+	{ "READ with a payload", 5, ROPCIE_WIRE_REQ, spoil_read_payload },
+	{ "READ at an offset", 5, ROPCIE_WIRE_REQ, spoil_read_offset },
+	{ "READ without LAST", 5, ROPCIE_WIRE_REQ, spoil_no_last },
+	{ "ACK with a payload", 8, ROPCIE_WIRE_RSP, spoil_some_len },
+	{ "RNR with a message", 11, ROPCIE_WIRE_RSP, spoil_some_msg },
+	{ "RECV_POSTED with flags", 6, ROPCIE_WIRE_REQ, spoil_some_flags },
+	{ "CM to a QP", 7, ROPCIE_WIRE_REQ, spoil_cm_qpn },
+	{ "CM in fragments", 7, ROPCIE_WIRE_REQ, spoil_cm_split },
+};
+
+static void ropcie_wire_test_hostile(struct kunit *test)
+{
+	struct ropcie_wire_msg m, zero = {};
+	struct ropcie_wire_desc d;
+	struct ropcie_wire_geom g;
+	int i, ret;
+
+	geom_8m(test, &g);
+	for (i = 0; i < ARRAY_SIZE(hostile); i++) {
+		const struct hostile_case *c = &hostile[i];
+
+		ropcie_wire_desc_encode(&d, &valid_msgs[c->base]);
+		/* The base itself is valid in its own ring. */
+		ret = ropcie_wire_desc_decode(&d, ring_of(&valid_msgs[c->base]),
+					      &g, &m);
+		KUNIT_ASSERT_EQ_MSG(test, ret, 0, "%s: base", c->what);
+		c->spoil(&d);
+		memset(&m, 0xa5, sizeof(m));
+		ret = ropcie_wire_desc_decode(&d, c->ring, &g, &m);
+		KUNIT_EXPECT_EQ_MSG(test, ret, -EINVAL, "%s", c->what);
+		/* Nothing of a refused descriptor is left to use. */
+		KUNIT_EXPECT_EQ_MSG(test, memcmp(&m, &zero, sizeof(m)), 0,
+				    "%s: output not cleared", c->what);
+	}
+}
+
+/*
+ * Every byte of every valid descriptor set to each of a few values:
+ * decode may accept the result (it may still be a valid message), but
+ * what it accepts must lie inside its slot and its message, in the ring
+ * it came from.
+ */
+static void ropcie_wire_test_byte_sweep(struct kunit *test)
+{
+	static const u8 values[] = { 0x00, 0x01, 0x02, 0x04, 0x7f, 0x80, 0xff };
+	unsigned int accepted = 0, refused = 0;
+	struct ropcie_wire_desc d;
+	struct ropcie_wire_msg m;
+	struct ropcie_wire_geom g;
+	int i, b, v, r;
+
+	geom_8m(test, &g);
+	for (i = 0; i < ARRAY_SIZE(valid_msgs); i++) {
+		for (b = 0; b < sizeof(d); b++) {
+			for (v = 0; v < ARRAY_SIZE(values); v++) {
+				for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++) {
+					ropcie_wire_desc_encode(&d, &valid_msgs[i]);
+					((u8 *)&d)[b] = values[v];
+					if (ropcie_wire_desc_decode(&d, r, &g, &m)) {
+						refused++;
+						continue;
+					}
+					accepted++;
+					KUNIT_EXPECT_LE(test, m.len, g.slot_size);
+					KUNIT_EXPECT_LE(test, m.msg_len,
+							ROPCIE_WIRE_MAX_MSG);
+					KUNIT_EXPECT_LE(test, m.offset, m.msg_len);
+					KUNIT_EXPECT_LE(test, (u64)m.len,
+							m.msg_len - m.offset);
+					KUNIT_EXPECT_EQ(test, (int)ring_of(&m), r);
+					KUNIT_EXPECT_LE(test, m.dst_qpn,
+							ROPCIE_WIRE_MAX_QPN);
+					KUNIT_EXPECT_LE(test, m.status,
+							ROPCIE_WIRE_STATUS_MAX);
+				}
+			}
+		}
+	}
+	kunit_info(test, "%u corrupted descriptors accepted, %u refused\n",
+		   accepted, refused);
+	KUNIT_EXPECT_GT(test, refused, 0U);
+	KUNIT_EXPECT_GT(test, accepted, 0U);
+}
+
+static struct kunit_case ropcie_wire_cases[] = {
+	KUNIT_CASE(ropcie_wire_test_geometry),
+	KUNIT_CASE(ropcie_wire_test_header),
+	KUNIT_CASE(ropcie_wire_test_ring_count),
+	KUNIT_CASE(ropcie_wire_test_round_trip),
+	KUNIT_CASE(ropcie_wire_test_hostile),
+	KUNIT_CASE(ropcie_wire_test_byte_sweep),
+	{}
+};
+
+static struct kunit_suite ropcie_wire_suite = {
+	.name = "ropcie_wire",
+	.test_cases = ropcie_wire_cases,
+};
+
+kunit_test_suite(ropcie_wire_suite);
+
+MODULE_DESCRIPTION("KUnit tests of the ropcie link protocol");
+MODULE_LICENSE("Dual BSD/GPL");

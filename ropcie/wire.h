@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ropcie link protocol: how two hosts lay out the shared window between
+ * them, and the descriptors they exchange through it.
+ *
+ * Each host has an inbound window that only its peer writes: a memory
+ * window of an NTB, or this host's half of an ivshmem BAR. The peer
+ * produces into it; this host consumes from it and tells the peer how
+ * far it got through the peer's own inbound window. Posted writes
+ * cross a PCIe link cheaply and reads do not, so no host reads the
+ * window it writes.
+ *
+ * Everything in an inbound window is the peer's word, so hostile: it is
+ * copied out once (a header or a descriptor at a time) and checked here
+ * before any field is used. No ib_core and no device in this file: the
+ * KUnit suite (kunit/ropcie_wire_kunit.c) runs it on UML.
+ *
+ * Layout of an inbound window (all fields little-endian):
+ *
+ *   0                    struct ropcie_wire_hdr, in a 4 KiB page
+ *   desc_off[REQ]        nslots request descriptors (64 B each)
+ *   desc_off[RSP]        nslots response descriptors
+ *   data_off[REQ]        nslots payload slots of slot_size bytes
+ *   data_off[RSP]        nslots payload slots
+ *
+ * Requests (SEND, WRITE, READ, connection management) and responses
+ * (verdicts, READ data) travel in separate rings, so that consuming a
+ * response never waits for ring space: the responder may wait for room
+ * in the response ring, the requester never waits for anything while
+ * it drains it, and the two hosts cannot deadlock on each other's rings.
+ */
+#ifndef ROPCIE_WIRE_H
+#define ROPCIE_WIRE_H
+
+#include <linux/build_bug.h>
+#include <linux/errno.h>
+#include <linux/types.h>
+
+#define ROPCIE_WIRE_MAGIC	0x4c435052U	/* "RPCL" */
+#define ROPCIE_WIRE_VERSION	1
+#define ROPCIE_WIRE_HDR_SIZE	4096U
+#define ROPCIE_WIRE_DESC_SIZE	64U
+#define ROPCIE_WIRE_SLOTS	32U		/* entries per ring */
+#define ROPCIE_WIRE_SLOT_MIN	4096U
+#define ROPCIE_WIRE_SLOT_MAX	(1024U * 1024U)
+#define ROPCIE_WIRE_MAX_MSG	0x80000000ULL	/* as ROPCIE_MAX_MSG */
+#define ROPCIE_WIRE_MAX_QPN	0xffffffU
+
+/* The two rings of a window. */
+enum ropcie_wire_ring {
+	ROPCIE_WIRE_REQ,
+	ROPCIE_WIRE_RSP,
+	ROPCIE_WIRE_NR_RINGS
+};
+
+/* Descriptor types. The ring a type may travel in is fixed. */
+enum ropcie_wire_type {
+	/* In the request ring: */
+	ROPCIE_WIRE_SEND = 1,	/* payload: a fragment of the message */
+	ROPCIE_WIRE_SEND_INV,	/* + inv_rkey, the responder's MR */
+	ROPCIE_WIRE_WRITE,	/* payload: a fragment; rkey, raddr */
+	ROPCIE_WIRE_READ,	/* no payload; rkey, raddr, msg_len */
+	ROPCIE_WIRE_RECV_POSTED, /* dst_qpn has a receive for a waiting SEND */
+	ROPCIE_WIRE_CM,		/* payload: connection management, cm.c's */
+	/* In the response ring: */
+	ROPCIE_WIRE_ACK = 16,	/* the verdict on message msn: status */
+	ROPCIE_WIRE_READ_DATA,	/* payload: a fragment of READ msn's data */
+	ROPCIE_WIRE_RNR,	/* SEND msn found no receive: wait, resend */
+};
+
+/* Descriptor flags. */
+#define ROPCIE_WIRE_FIRST	0x01	/* the fragment at offset 0 */
+#define ROPCIE_WIRE_LAST	0x02	/* the fragment that ends the message */
+#define ROPCIE_WIRE_SOLICITED	0x04	/* SEND, SEND_INV */
+#define ROPCIE_WIRE_FLAGS	0x07
+
+/*
+ * Verdicts in an ACK or the last READ_DATA: the requester's completion
+ * status, as the responder decided it. Values of enum ib_wc_status; the
+ * largest one a responder sends is bounded here so that this file needs
+ * no ib_core.
+ */
+#define ROPCIE_WIRE_STATUS_MAX	31
+
+/**
+ * struct ropcie_wire_hdr - the first bytes of an inbound window
+ * @magic: ROPCIE_WIRE_MAGIC
+ * @version: ROPCIE_WIRE_VERSION
+ * @nslots: entries per ring, ROPCIE_WIRE_SLOTS
+ * @slot_size: payload bytes per entry; both sides compute it from the
+ *	window size and must agree
+ * @epoch: the writer's incarnation, random and never 0: changes when
+ *	the writer (re)starts the link, and then every index below starts
+ *	again from 0
+ * @ack_epoch: the epoch of this window's reader, once the writer saw it:
+ *	the link is up when each side's epoch is acknowledged by the other
+ * @heartbeat: bumped by the writer at least every ROPCIE_LINK_BEAT_MS
+ * @prod: how many entries the writer produced into this window's rings
+ * @cons: how many entries the writer consumed from the rings of the
+ *	reader's window (which the reader produced)
+ */
+struct ropcie_wire_hdr {
+	__le32 magic;
+	__le16 version;
+	__le16 nslots;
+	__le32 slot_size;
+	__le32 reserved0;
+	__le64 epoch;
+	__le64 ack_epoch;
+	__le64 heartbeat;
+	__le32 prod[ROPCIE_WIRE_NR_RINGS];
+	__le32 cons[ROPCIE_WIRE_NR_RINGS];
+};
+
+/**
+ * struct ropcie_wire_desc - one ring entry
+ * @type: enum ropcie_wire_type
+ * @flags: ROPCIE_WIRE_FIRST, _LAST, _SOLICITED
+ * @status: a verdict (ACK, READ_DATA with LAST), else 0
+ * @len: payload bytes in this entry's slot (the slot is the entry's
+ *	index in the ring, so no offset is ever taken from the peer)
+ * @dst_qpn: the QP on the reader's side (0 for ROPCIE_WIRE_CM)
+ * @src_qpn: the QP on the writer's side
+ * @msn: the message's sequence number on its requester QP; responses
+ *	echo the request's
+ * @rkey: WRITE, READ: the responder's MR
+ * @inv_rkey: SEND_INV: the responder's MR to invalidate
+ * @reserved0: 0
+ * @raddr: WRITE, READ: the address in the responder's MR where the
+ *	message starts
+ * @msg_len: bytes of the whole message
+ * @offset: where this fragment's payload lies in the message
+ * @reserved1: 0
+ */
+struct ropcie_wire_desc {
+	u8 type;
+	u8 flags;
+	__le16 status;
+	__le32 len;
+	__le32 dst_qpn;
+	__le32 src_qpn;
+	__le32 msn;
+	__le32 rkey;
+	__le32 inv_rkey;
+	__le32 reserved0;
+	__le64 raddr;
+	__le64 msg_len;
+	__le64 offset;
+	__le64 reserved1;
+};
+
+static_assert(sizeof(struct ropcie_wire_desc) == ROPCIE_WIRE_DESC_SIZE);
+static_assert(sizeof(struct ropcie_wire_hdr) <= ROPCIE_WIRE_HDR_SIZE);
+
+/* A descriptor in host order, checked (ropcie_wire_desc_decode()). */
+struct ropcie_wire_msg {
+	enum ropcie_wire_type type;
+	u8 flags;
+	u16 status;
+	u32 len;
+	u32 dst_qpn, src_qpn;
+	u32 msn;
+	u32 rkey, inv_rkey;
+	u64 raddr;
+	u64 msg_len;
+	u64 offset;
+};
+
+/* Where the parts of a window lie, computed from its size alone. */
+struct ropcie_wire_geom {
+	u32 nslots;
+	u32 slot_size;
+	u64 desc_off[ROPCIE_WIRE_NR_RINGS];
+	u64 data_off[ROPCIE_WIRE_NR_RINGS];
+	u64 used;			/* bytes of the window in use */
+};
+
+int ropcie_wire_geometry(u64 window, struct ropcie_wire_geom *g);
+void ropcie_wire_hdr_init(struct ropcie_wire_hdr *h,
+			  const struct ropcie_wire_geom *g, u64 epoch);
+int ropcie_wire_hdr_check(const struct ropcie_wire_hdr *h,
+			  const struct ropcie_wire_geom *g);
+int ropcie_wire_ring_count(u32 prod, u32 cons, u32 nslots, u32 *count);
+void ropcie_wire_desc_encode(struct ropcie_wire_desc *d,
+			     const struct ropcie_wire_msg *m);
+int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
+			    enum ropcie_wire_ring ring,
+			    const struct ropcie_wire_geom *g,
+			    struct ropcie_wire_msg *m);
+
+#endif /* ROPCIE_WIRE_H */
