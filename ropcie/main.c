@@ -10,11 +10,13 @@
 #include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/pci.h>
 #include <linux/seq_file.h>
 #include <net/addrconf.h>
 #include <rdma/rdma_netlink.h>
 
 #include "ropcie.h"
+#include "link.h"
 
 static LIST_HEAD(ropcie_devices);
 static DEFINE_MUTEX(ropcie_devices_lock);
@@ -71,6 +73,16 @@ module_param_cb(connect_timeout_ms, &ropcie_param_range_ops,
 		&ropcie_connect_timeout_range, 0644);
 MODULE_PARM_DESC(connect_timeout_ms,
 		 "A connection request that is neither accepted nor rejected fails after this many ms, 100..600000 [10000]");
+
+/* link.h: a peer whose heartbeat stops for this long is gone. */
+unsigned int ropcie_link_timeout_ms = 3000;
+static struct ropcie_uint_range ropcie_link_timeout_range = {
+	.value = &ropcie_link_timeout_ms, .min = 500, .max = 600000,
+};
+module_param_cb(link_timeout_ms, &ropcie_param_range_ops,
+		&ropcie_link_timeout_range, 0644);
+MODULE_PARM_DESC(link_timeout_ms,
+		 "A PCI link whose peer's heartbeat stops for this many ms goes down, 500..600000 [3000]");
 
 bool ropcie_profile;
 module_param_named(profile, ropcie_profile, bool, 0644);
@@ -443,6 +455,12 @@ static int __init ropcie_init(void)
 		ropcie_cm_exit();
 		return ret;
 	}
+	ret = pci_register_driver(&ropcie_ivshmem_driver);
+	if (ret) {
+		unregister_netdevice_notifier(&ropcie_netdev_nb);
+		ropcie_cm_exit();
+		return ret;
+	}
 	rdma_link_register(&ropcie_link_ops);
 	ropcie_debugfs = debugfs_create_dir("ropcie", NULL);
 	debugfs_create_file("profile", 0600, ropcie_debugfs, NULL,
@@ -457,6 +475,7 @@ static void __exit ropcie_exit(void)
 
 	debugfs_remove_recursive(ropcie_debugfs);
 	rdma_link_unregister(&ropcie_link_ops);
+	pci_unregister_driver(&ropcie_ivshmem_driver);
 	unregister_netdevice_notifier(&ropcie_netdev_nb);
 	/*
 	 * Unregister what is left; live sessions get DEVICE_REMOVAL. An

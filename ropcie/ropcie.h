@@ -384,6 +384,9 @@ struct ropcie_transport_ops {
 /* loopback.c */
 extern const struct ropcie_transport_ops ropcie_loopback_transport;
 
+/* ivshmem.c: the PCI link of QEMU's ivshmem-doorbell */
+extern struct pci_driver ropcie_ivshmem_driver;
+
 /* cm.c */
 int ropcie_iw_connect(struct iw_cm_id *cm_id,
 		      struct iw_cm_conn_param *param);

@@ -4,11 +4,16 @@
 RoPCIe across two hosts (Documentation/ropcie.rst) runs over a PCI
 device whose memory both hosts share: in the test bed QEMU's
 ivshmem-doorbell (PCI 1af4:1110), one in each guest, fed by the pair's
-scripts/testbed/ivshmem-server (scripts/testbed/vm-pair). Before any
-driver uses it, these tests check what the link promises, through
-sysfs alone: both hosts see the device with the same BAR2 size, bytes
-written into BAR2 on one host are read back on the other, both ways,
-and each host has its own peer ID (IVPosition, BAR0 offset 8).
+scripts/testbed/ivshmem-server (scripts/testbed/vm-pair). These tests
+check what the link promises, through sysfs alone: both hosts see the
+device with the same BAR2 size, bytes written into BAR2 on one host are
+read back on the other, both ways, and each host has its own peer ID
+(IVPosition, BAR0 offset 8).
+
+ropcie.ko binds the device when it loads, and a bound device's BARs
+cannot be mapped through sysfs (CONFIG_IO_STRICT_DEVMEM): the tests
+unbind it on both hosts first and bind it again at the end, when the
+ropcie link comes back up (test_ropcie_link.py checks that link).
 
 Needs a remote host (lib/env.py) and the device on both; on a lab's
 own hosts without one the tests skip with the reason.
@@ -26,6 +31,7 @@ from lib.remote import SshRemote
 pytestmark = pytest.mark.two_host
 
 VENDOR, DEVICE = "0x1af4", "0x1110"
+DRIVER = "/sys/bus/pci/drivers/ropcie_ivshmem"
 IVPOSITION = 8          # BAR0 register: this host's peer ID
 CHUNK = 4096
 
@@ -89,6 +95,14 @@ class Side:
         assert cp.returncode == 0, f"exit {cp.returncode}: {cp.stderr}"
         return cp.stdout
 
+    def bound(self):
+        return self.sh(f"readlink {self.dir}/driver; true").strip() \
+            .endswith("/ropcie_ivshmem")
+
+    def bind(self, op):
+        name = os.path.basename(self.dir)
+        self.sh(f"echo {name} > {DRIVER}/{op}")
+
     def helper(self, *args):
         quoted = " ".join(f"'{a}'" for a in (self.dir,) + args)
         script = HELPER.replace("'", "'\"'\"'")
@@ -106,7 +120,12 @@ def link():
         if not side.dir:
             pytest.skip(f"no ivshmem-doorbell device (PCI 1af4:1110) {name}"
                         ": the PCI link comes with scripts/testbed/vm-pair")
-    return here, there
+    unbound = [s for s in (here, there) if s.bound()]
+    for side in unbound:
+        side.bind("unbind")
+    yield here, there
+    for side in unbound:
+        side.bind("bind")
 
 
 def test_both_hosts_see_one_region(link):

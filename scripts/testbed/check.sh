@@ -222,8 +222,8 @@ pair_stage() {
 # every benchmark with exact counters, wlat against rlat; then one power
 # cut per role, loss, reordering, a short and a long silence, a carrier
 # blip, the CLI's --remote, rping there against krping here both ways and
-# ib_write_bw both ways, and the PCI link (ivshmem) between the two
-# kernels. The rest of the two-host tests (the same faults
+# ib_write_bw both ways, the PCI link (ivshmem) between the two kernels,
+# and ropcie's link over it (up, the peer's rmmod, a power cut). The rest of the two-host tests (the same faults
 # for every test type and both roles) is two-host-all.
 TWO_HOST_K="(test_ping and not lkey and (64-reg or 65536-dma))"
 TWO_HOST_K+=" or (test_bench_completes and reg and not ping)"
@@ -233,12 +233,12 @@ TWO_HOST_K+=" or loss1-ping or reorder-bw or survived[ping] or silence_for_good"
 TWO_HOST_K+=" or fails_cleanly[blip-there] or fails_cleanly[for_good-there]"
 TWO_HOST_K+=" or json[wlat-remote-server] or interrupt_removes_both_sides[remote-client]"
 TWO_HOST_K+=" or unreachable or (test_rping_remote and 65535-reg)"
-TWO_HOST_K+=" or ib_write_bw or test_pci_link"
+TWO_HOST_K+=" or ib_write_bw or test_pci_link or test_ropcie_link"
 stage_two-host() {
 	pair_stage two-host 6.12 6.1 --provider rxe --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_link_faults.py \
 		test_cli_remote.py test_rping_remote.py test_perftest_remote.py \
-		test_pci_link.py -k "$TWO_HOST_K"
+		test_pci_link.py test_ropcie_link.py -k "$TWO_HOST_K"
 }
 # RoCE between two 6.12 guests with two vCPUs each (the cross-kernel
 # stage above has one): test_ping's sizes and memory modes, its largest

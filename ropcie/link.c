@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie link core: bring a link up with the peer host and notice when
+ * the peer is gone.
+ *
+ * Each host writes the header of the peer's inbound window (wire.h):
+ * its epoch, a random number drawn whenever it (re)starts the link, the
+ * peer epoch it has seen, and a heartbeat it bumps every
+ * ROPCIE_LINK_BEAT_MS. The link is up once each side has acknowledged
+ * the other's current epoch. It goes down, and this host draws a new
+ * epoch (so the peer takes its side down too), when:
+ *
+ *  - the peer's epoch changes: it restarted;
+ *  - the peer's header stops being valid: it left (its driver cleared
+ *    the magic on the way out) or speaks another protocol;
+ *  - the peer's heartbeat has not moved for link_timeout_ms: it lost
+ *    power, hangs, or the link is cut.
+ *
+ * So a vanished peer is noticed within link_timeout_ms plus one beat,
+ * and one that left cleanly within a beat.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/jiffies.h>
+#include <linux/kobject.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <asm/byteorder.h>
+
+#include "link.h"
+
+/*
+ * Copy @n bytes of a window the peer writes into @dst, once: the
+ * compiler may not read the window again in place of the copy.
+ */
+static void ropcie_link_snapshot(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+	barrier();
+}
+
+static void ropcie_link_ring(struct ropcie_link *link)
+{
+	link->hw->ops->peer_db_set(link->hw);
+}
+
+/* A new epoch in the peer's window, every index back to 0. */
+static void ropcie_link_publish(struct ropcie_link *link)
+{
+	struct ropcie_wire_hdr *out = link->hw->out;
+	struct ropcie_wire_hdr h;
+
+	do {
+		link->epoch = get_random_u64();
+	} while (!link->epoch);
+	/* Epoch 0 while the rest changes: the peer waits (-EAGAIN). */
+	WRITE_ONCE(out->epoch, 0);
+	/* The peer sees epoch 0 before any other field changes. */
+	wmb();
+	ropcie_wire_hdr_init(&h, &link->gout, 0);
+	h.ack_epoch = cpu_to_le64(link->peer_epoch);
+	h.heartbeat = cpu_to_le64(link->beat);
+	memcpy(out, &h, sizeof(h));
+	/* ... and every field before the new epoch. */
+	wmb();
+	WRITE_ONCE(out->epoch, cpu_to_le64(link->epoch));
+}
+
+static void ropcie_link_down(struct ropcie_link *link, const char *why)
+{
+	lockdep_assert_held(&link->lock);
+	link->state = ROPCIE_LINK_DOWN;
+	link->down_reason = why;
+	atomic64_inc(&link->downs);
+	dev_info(link->hw->dev, "ropcie link down: %s\n", why);
+	ropcie_link_publish(link);
+	ropcie_link_ring(link);
+}
+
+static void ropcie_link_up(struct ropcie_link *link)
+{
+	lockdep_assert_held(&link->lock);
+	link->state = ROPCIE_LINK_UP;
+	link->down_reason = NULL;
+	atomic64_inc(&link->ups);
+	dev_info(link->hw->dev, "ropcie link up: port %u, peer port %u\n",
+		 link->hw->port, link->hw->peer_port);
+	/* The peer may be waiting for our acknowledgment: tell it now. */
+	ropcie_link_ring(link);
+}
+
+static void ropcie_link_beat(struct work_struct *work)
+{
+	struct ropcie_link *link = container_of(to_delayed_work(work),
+						struct ropcie_link, beat_work);
+	unsigned long timeout = msecs_to_jiffies(READ_ONCE(ropcie_link_timeout_ms));
+	struct ropcie_wire_hdr *out = link->hw->out;
+	struct ropcie_wire_hdr in;
+	u64 peer_epoch = 0, peer_beat;
+	int ret;
+
+	mutex_lock(&link->lock);
+	if (link->stopping)
+		goto unlock;
+	ropcie_link_snapshot(&in, link->hw->in, sizeof(in));
+	ret = ropcie_wire_hdr_check(&in, &link->gin);
+	if (ret == -EPROTO && link->peer_epoch)
+		atomic64_inc(&link->protocol_errors);
+	if (!ret)
+		peer_epoch = le64_to_cpu(in.epoch);
+	peer_beat = le64_to_cpu(in.heartbeat);
+
+	if (peer_epoch != link->peer_epoch) {
+		if (link->state == ROPCIE_LINK_UP)
+			ropcie_link_down(link, peer_epoch ? "the peer restarted" :
+					 ret == -EPROTO ? "the peer's header is not ours" :
+					 "the peer left");
+		link->peer_epoch = peer_epoch;
+		link->peer_beat = peer_beat;
+		link->peer_beat_at = jiffies;
+	} else if (peer_epoch && peer_beat != link->peer_beat) {
+		link->peer_beat = peer_beat;
+		link->peer_beat_at = jiffies;
+	} else if (link->state == ROPCIE_LINK_UP &&
+		   time_after(jiffies, link->peer_beat_at + timeout)) {
+		ropcie_link_down(link, "the peer's heartbeat stopped");
+	}
+
+	WRITE_ONCE(out->ack_epoch, cpu_to_le64(link->peer_epoch));
+	WRITE_ONCE(out->heartbeat, cpu_to_le64(++link->beat));
+
+	if (link->state == ROPCIE_LINK_DOWN && link->peer_epoch &&
+	    le64_to_cpu(in.ack_epoch) == link->epoch &&
+	    !time_after(jiffies, link->peer_beat_at + timeout))
+		ropcie_link_up(link);
+
+	queue_delayed_work(system_wq, &link->beat_work,
+			   msecs_to_jiffies(ROPCIE_LINK_BEAT_MS));
+unlock:
+	mutex_unlock(&link->lock);
+}
+
+/**
+ * ropcie_link_db_event() - the peer rang this host's doorbell
+ * @link: the link
+ *
+ * Any context. Runs the state machine now rather than at the next beat.
+ */
+void ropcie_link_db_event(struct ropcie_link *link)
+{
+	unsigned long flags;
+
+	atomic64_inc(&link->doorbells);
+	spin_lock_irqsave(&link->db_lock, flags);
+	if (!link->stopping_db)
+		mod_delayed_work(system_wq, &link->beat_work, 0);
+	spin_unlock_irqrestore(&link->db_lock, flags);
+}
+
+/* sysfs: <device>/ropcie_link/ */
+#define to_link(k) container_of(k, struct ropcie_link, kobj)
+
+static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%s\n", READ_ONCE(to_link(kobj)->state) ==
+			  ROPCIE_LINK_UP ? "up" : "down");
+}
+
+static ssize_t down_reason_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	const char *why = READ_ONCE(to_link(kobj)->down_reason);
+
+	return sysfs_emit(buf, "%s\n", why ?: "");
+}
+
+static ssize_t port_show(struct kobject *kobj, struct kobj_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_link(kobj)->hw->port);
+}
+
+static ssize_t peer_port_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_link(kobj)->hw->peer_port);
+}
+
+static ssize_t slot_size_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_link(kobj)->gin.slot_size);
+}
+
+static ssize_t ups_show(struct kobject *kobj, struct kobj_attribute *attr,
+			char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&to_link(kobj)->ups));
+}
+
+static ssize_t downs_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&to_link(kobj)->downs));
+}
+
+static ssize_t doorbells_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&to_link(kobj)->doorbells));
+}
+
+static ssize_t protocol_errors_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&to_link(kobj)->protocol_errors));
+}
+
+static struct kobj_attribute ropcie_link_attr_state = __ATTR_RO(state);
+static struct kobj_attribute ropcie_link_attr_down_reason =
+	__ATTR_RO(down_reason);
+static struct kobj_attribute ropcie_link_attr_port = __ATTR_RO(port);
+static struct kobj_attribute ropcie_link_attr_peer_port = __ATTR_RO(peer_port);
+static struct kobj_attribute ropcie_link_attr_slot_size = __ATTR_RO(slot_size);
+static struct kobj_attribute ropcie_link_attr_ups = __ATTR_RO(ups);
+static struct kobj_attribute ropcie_link_attr_downs = __ATTR_RO(downs);
+static struct kobj_attribute ropcie_link_attr_doorbells = __ATTR_RO(doorbells);
+static struct kobj_attribute ropcie_link_attr_protocol_errors =
+	__ATTR_RO(protocol_errors);
+
+static struct attribute *ropcie_link_attrs[] = {
+	&ropcie_link_attr_state.attr,
+	&ropcie_link_attr_down_reason.attr,
+	&ropcie_link_attr_port.attr,
+	&ropcie_link_attr_peer_port.attr,
+	&ropcie_link_attr_slot_size.attr,
+	&ropcie_link_attr_ups.attr,
+	&ropcie_link_attr_downs.attr,
+	&ropcie_link_attr_doorbells.attr,
+	&ropcie_link_attr_protocol_errors.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(ropcie_link);
+
+static void ropcie_link_release(struct kobject *kobj)
+{
+	kfree(to_link(kobj));
+}
+
+static const struct kobj_type ropcie_link_ktype = {
+	.release = ropcie_link_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+	.default_groups = ropcie_link_groups,
+};
+
+/**
+ * ropcie_link_register() - start a link over a hardware link
+ * @hw: the mapped windows and the doorbell; must outlive the link
+ *
+ * Publishes this host's header in the peer's window and starts the
+ * heartbeat; the link comes up once the peer does the same. The state
+ * shows in @hw->dev's sysfs directory, under ropcie_link/.
+ *
+ * Return: the link, or an ERR_PTR: -ENOSPC when a window is too small
+ * for the protocol, -ENOMEM.
+ */
+struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
+{
+	struct ropcie_link *link;
+	int ret;
+
+	link = kzalloc(sizeof(*link), GFP_KERNEL);
+	if (!link)
+		return ERR_PTR(-ENOMEM);
+	link->hw = hw;
+	ret = ropcie_wire_geometry(hw->in_size, &link->gin);
+	if (!ret)
+		ret = ropcie_wire_geometry(hw->out_size, &link->gout);
+	if (ret) {
+		kfree(link);
+		return ERR_PTR(ret);
+	}
+	mutex_init(&link->lock);
+	spin_lock_init(&link->db_lock);
+	INIT_DELAYED_WORK(&link->beat_work, ropcie_link_beat);
+	link->state = ROPCIE_LINK_DOWN;
+	link->down_reason = "no peer yet";
+
+	kobject_init(&link->kobj, &ropcie_link_ktype);
+	ret = kobject_add(&link->kobj, &hw->dev->kobj, "ropcie_link");
+	if (ret) {
+		kobject_put(&link->kobj);
+		return ERR_PTR(ret);
+	}
+	mutex_lock(&link->lock);
+	ropcie_link_publish(link);
+	mutex_unlock(&link->lock);
+	queue_delayed_work(system_wq, &link->beat_work, 0);
+	return link;
+}
+
+/**
+ * ropcie_link_unregister() - end a link
+ * @link: the link
+ *
+ * Tells the peer this host leaves (it clears its header's magic and
+ * rings the peer, which takes the link down at once), stops the
+ * heartbeat and frees the link. The caller has stopped the doorbell
+ * interrupt or made sure ropcie_link_db_event() is no longer called.
+ */
+void ropcie_link_unregister(struct ropcie_link *link)
+{
+	struct ropcie_wire_hdr *out = link->hw->out;
+
+	spin_lock_irq(&link->db_lock);
+	link->stopping_db = true;
+	spin_unlock_irq(&link->db_lock);
+	mutex_lock(&link->lock);
+	link->stopping = true;
+	WRITE_ONCE(out->magic, 0);
+	/* The magic is gone before the doorbell below. */
+	wmb();
+	mutex_unlock(&link->lock);
+	cancel_delayed_work_sync(&link->beat_work);
+	ropcie_link_ring(link);
+	if (link->state == ROPCIE_LINK_UP)
+		dev_info(link->hw->dev, "ropcie link down: this host left\n");
+	kobject_del(&link->kobj);
+	kobject_put(&link->kobj);
+}

@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The ropcie link between two hosts over their PCI link (ivshmem).
+
+ropcie.ko binds the ivshmem-doorbell device (PCI 1af4:1110) on each host,
+claims one of its two ports and brings the link up with the ropcie on the
+other host (Documentation/ropcie.rst, "PCI link"). The state shows in
+sysfs, in the device's ropcie_link/ directory. These tests check, on both
+hosts at once:
+
+- the link comes up, each side on its own port, with the same slot size,
+  the one the window's size gives, and a doorbell rung each way;
+- ropcie removed on the other host takes the link down here within a
+  heartbeat ("the peer left"), and loading it again brings it back up;
+- a power cut of the other host takes the link down within
+  link_timeout_ms and a heartbeat ("the peer's heartbeat stopped"), and
+  the host booted again takes its port back and the link comes up.
+
+Needs a remote host with the device (scripts/testbed/vm-pair); the power
+cut needs the bed's control (lib/bed.py). Otherwise the tests skip with
+the reason.
+"""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from lib import bed, env
+from lib.remote import SshRemote
+
+pytestmark = pytest.mark.two_host
+
+VENDOR, DEVICE = "0x1af4", "0x1110"
+BEAT_S = 0.25                   # ROPCIE_LINK_BEAT_MS
+TABLE = 4096                    # ivshmem.c's port table page
+SLOTS, DESC = 32, 64            # wire.h: entries per ring, descriptor size
+# Scheduling slack under TCG, where a guest's vCPU may not run for a while.
+SLACK_S = 3.0 * bed.SCALE
+UP_TIMEOUT_S = 30.0 * bed.SCALE
+
+# Prints the ropcie_link directory of the ivshmem device, or nothing.
+FIND = (f"for d in /sys/bus/pci/devices/*; do "
+        f"[ \"$(cat $d/vendor)\" = {VENDOR} ] && "
+        f"[ \"$(cat $d/device)\" = {DEVICE} ] && echo $d && break; "
+        f"done; true")
+ATTRS = ("state", "port", "peer_port", "slot_size", "ups", "downs",
+         "doorbells", "protocol_errors", "down_reason")
+
+
+def expected_slot_size(bar2):
+    """wire.c's slot size for the halves ivshmem.c makes of BAR2."""
+    half = (bar2 - TABLE) // 2 // 4096 * 4096
+    fixed = 4096 + 2 * SLOTS * DESC
+    slot = (half - fixed) // (2 * SLOTS) // 4096 * 4096
+    return min(slot, 1 << 20)
+
+
+class Host:
+    """One host's end of the ropcie link: here (remote None) or there."""
+
+    def __init__(self, name, remote=None):
+        self.name = name
+        self.remote = remote
+        self.dev = self.sh(FIND).strip()
+
+    def sh(self, cmd, check=True):
+        if self.remote:
+            return self.remote.cmd(cmd, check=check).stdout
+        cp = subprocess.run(["sh", "-c", cmd], capture_output=True,
+                            text=True, timeout=60)
+        if check:
+            assert cp.returncode == 0, \
+                f"{cmd}: exit {cp.returncode}: {cp.stderr}"
+        return cp.stdout
+
+    def link(self):
+        """The link's attributes, or {} when no link exists (yet)."""
+        out = self.sh(f"d={self.dev}/ropcie_link; [ -d $d ] && "
+                      f"for a in {' '.join(ATTRS)}; do "
+                      f"printf '%s=%s\\n' $a \"$(cat $d/$a)\"; done; true")
+        vals = dict(line.split("=", 1) for line in out.splitlines()
+                    if "=" in line)
+        for k in ATTRS:
+            if k not in ("state", "down_reason") and k in vals:
+                vals[k] = int(vals[k])
+        return vals
+
+    def wait_state(self, want, timeout):
+        """Seconds until the link is in state want; fails after timeout."""
+        start = time.monotonic()
+        while True:
+            link = self.link()
+            if link.get("state") == want:
+                return time.monotonic() - start, link
+            if time.monotonic() - start > timeout:
+                pytest.fail(f"{self.name}: link not {want} after "
+                            f"{timeout:.0f} s: {link or 'no ropcie_link'}")
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    topo = env.topology()
+    if not topo.two_host:
+        pytest.skip("needs a remote host: set REMOTE_TYPE, REMOTE_ARGS, "
+                    "LOCAL_ADDR and REMOTE_ADDR (selftests/krping.config)")
+    if not os.path.isdir("/sys/module/ropcie"):
+        pytest.skip("ropcie not loaded (vm-run loads it with ROPCIE_KO)")
+    here, there = Host("here"), Host("there", SshRemote(topo.remote_args))
+    for h in (here, there):
+        if not h.dev:
+            pytest.skip(f"no ivshmem-doorbell device (PCI 1af4:1110) {h.name}"
+                        ": the PCI link comes with scripts/testbed/vm-pair")
+    return here, there
+
+
+def link_timeout_s():
+    with open("/sys/module/ropcie/parameters/link_timeout_ms") as f:
+        return int(f.read()) / 1000.0
+
+
+def test_link_comes_up_on_both_hosts(hosts):
+    here, there = hosts
+    _, a = here.wait_state("up", UP_TIMEOUT_S)
+    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    assert {a["port"], b["port"]} == {0, 1}, (a, b)
+    assert a["peer_port"] == b["port"] and b["peer_port"] == a["port"]
+    bar2 = int(here.sh(f"stat -c %s {here.dev}/resource2"))
+    assert a["slot_size"] == b["slot_size"] == expected_slot_size(bar2)
+    # Each side rings the other when it comes up.
+    assert a["doorbells"] >= 1 and b["doorbells"] >= 1, (a, b)
+    assert a["protocol_errors"] == b["protocol_errors"] == 0
+
+
+def test_peer_module_removed_and_back(hosts):
+    """rmmod ropcie there: down here within a beat, "the peer left";
+    insmod again: up on both sides."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    before = here.link()
+    there.sh("rmmod ropcie")
+    try:
+        secs, link = here.wait_state("down", BEAT_S + SLACK_S)
+        assert link["down_reason"] == "the peer left"
+        assert link["downs"] == before["downs"] + 1
+    finally:
+        there.sh('insmod "$ROPCIE_KO"')
+    here.wait_state("up", UP_TIMEOUT_S)
+    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    assert here.link()["ups"] == before["ups"] + 1
+    assert b["ups"] == 1, "a fresh module counts from 0"
+    print(f"# down {secs:.2f} s after the peer's rmmod")
+
+
+def test_peer_power_cut_and_back(hosts):
+    """The other host loses power: down here within link_timeout_ms and
+    a beat; booted again, it takes its port back and the link comes up."""
+    here, there = hosts
+    if not bed.available():
+        pytest.skip("needs the bed's control (KRPING_BED_CTL, vm-pair)")
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    before = here.link()
+    bound = link_timeout_s() + BEAT_S
+    bed.power_off_remote()
+    secs, link = here.wait_state("down", bound + SLACK_S)
+    assert link["down_reason"] == "the peer's heartbeat stopped"
+    assert link["downs"] == before["downs"] + 1
+    bed.boot_remote()
+    # Its old port's owner is silent: taken over after link_timeout_ms.
+    up, _ = here.wait_state("up", UP_TIMEOUT_S + bound)
+    there.wait_state("up", UP_TIMEOUT_S)
+    assert here.link()["ups"] == before["ups"] + 1
+    print(f"# down {secs:.2f} s after the power cut (bound {bound:.2f} s);"
+          f" up {up:.1f} s after the boot")
