@@ -21,7 +21,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
 #include <linux/jiffies.h>
+#include <linux/kernel.h>
 #include <linux/kobject.h>
 #include <linux/random.h>
 #include <linux/slab.h>
@@ -82,7 +84,6 @@ static void ropcie_link_up(struct ropcie_link *link)
 {
 	lockdep_assert_held(&link->lock);
 	link->state = ROPCIE_LINK_UP;
-	link->down_reason = NULL;
 	atomic64_inc(&link->ups);
 	dev_info(link->hw->dev, "ropcie link up: port %u, peer port %u\n",
 		 link->hw->port, link->hw->peer_port);
@@ -171,9 +172,7 @@ static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
 static ssize_t down_reason_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
 {
-	const char *why = READ_ONCE(to_link(kobj)->down_reason);
-
-	return sysfs_emit(buf, "%s\n", why ?: "");
+	return sysfs_emit(buf, "%s\n", READ_ONCE(to_link(kobj)->down_reason));
 }
 
 static ssize_t port_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -246,6 +245,67 @@ static struct attribute *ropcie_link_attrs[] = {
 };
 ATTRIBUTE_GROUPS(ropcie_link);
 
+/*
+ * debugfs: ropcie/link-<device>/scribble, a test's hostile peer. Writing
+ * "OFFSET HEX" puts the bytes HEX into the peer's inbound window at
+ * OFFSET, between two heartbeats, as a buggy or malicious host would:
+ * the peer must take its side of the link down and recover, never use
+ * what it read. Root only, like the rest of debugfs.
+ */
+#define ROPCIE_SCRIBBLE_MAX	4096
+
+static ssize_t ropcie_link_scribble(struct file *file, const char __user *ubuf,
+				    size_t count, loff_t *ppos)
+{
+	struct ropcie_link *link = file->private_data;
+	char *buf, *hex;
+	u8 *data = NULL;
+	size_t n;
+	u64 off;
+	int ret;
+
+	if (count > 2 * ROPCIE_SCRIBBLE_MAX + 32)
+		return -EINVAL;
+	buf = memdup_user_nul(ubuf, count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	hex = strchr(strim(buf), ' ');
+	ret = -EINVAL;
+	if (!hex)
+		goto out;
+	*hex++ = '\0';
+	hex = skip_spaces(hex);
+	n = strlen(hex);
+	if (kstrtou64(buf, 0, &off) || !n || n % 2)
+		goto out;
+	n /= 2;
+	data = kmalloc(n, GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!data)
+		goto out;
+	ret = -EINVAL;
+	if (hex2bin(data, hex, n))
+		goto out;
+	ret = -ERANGE;
+	if (off > link->hw->out_size || n > link->hw->out_size - off)
+		goto out;
+	mutex_lock(&link->lock);
+	memcpy(link->hw->out + off, data, n);
+	mutex_unlock(&link->lock);
+	ret = count;
+out:
+	kfree(data);
+	kfree(buf);
+	return ret;
+}
+
+static const struct file_operations ropcie_link_scribble_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = ropcie_link_scribble,
+	.llseek = noop_llseek,
+};
+
 static void ropcie_link_release(struct kobject *kobj)
 {
 	kfree(to_link(kobj));
@@ -271,6 +331,7 @@ static const struct kobj_type ropcie_link_ktype = {
 struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
 {
 	struct ropcie_link *link;
+	char name[64];
 	int ret;
 
 	link = kzalloc(sizeof(*link), GFP_KERNEL);
@@ -299,6 +360,10 @@ struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
 	mutex_lock(&link->lock);
 	ropcie_link_publish(link);
 	mutex_unlock(&link->lock);
+	snprintf(name, sizeof(name), "link-%s", dev_name(hw->dev));
+	link->debugfs = debugfs_create_dir(name, ropcie_debugfs);
+	debugfs_create_file("scribble", 0200, link->debugfs, link,
+			    &ropcie_link_scribble_fops);
 	queue_delayed_work(system_wq, &link->beat_work, 0);
 	return link;
 }
@@ -316,6 +381,8 @@ void ropcie_link_unregister(struct ropcie_link *link)
 {
 	struct ropcie_wire_hdr *out = link->hw->out;
 
+	/* Waits for a scribble under way. */
+	debugfs_remove_recursive(link->debugfs);
 	spin_lock_irq(&link->db_lock);
 	link->stopping_db = true;
 	spin_unlock_irq(&link->db_lock);

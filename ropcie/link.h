@@ -84,6 +84,7 @@ enum ropcie_link_state {
  * @db_lock: orders doorbell events against unregister
  * @stopping_db: unregister began: doorbells queue no work
  * @kobj: <hw->dev>/ropcie_link/ in sysfs; its release frees the link
+ * @debugfs: ropcie/link-<device>/ in debugfs: the scribbler
  */
 struct ropcie_link {
 	struct ropcie_link_hw *hw;
@@ -100,9 +101,11 @@ struct ropcie_link {
 	spinlock_t db_lock;		/* stopping_db, in IRQ context too */
 	bool stopping_db;
 	struct kobject kobj;
+	struct dentry *debugfs;
 };
 
 extern unsigned int ropcie_link_timeout_ms;
+extern struct dentry *ropcie_debugfs;
 
 struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw);
 void ropcie_link_unregister(struct ropcie_link *link);

@@ -104,7 +104,7 @@ struct ropcie_prof {
 
 static struct ropcie_prof ropcie_prof[ROPCIE_PROF_NR];
 static atomic64_t ropcie_prof_exec[2];	/* by the worker, inline */
-static struct dentry *ropcie_debugfs;
+struct dentry *ropcie_debugfs;
 
 static const char * const ropcie_prof_names[ROPCIE_PROF_NR] = {
 	[ROPCIE_PROF_POST] = "post",
@@ -455,16 +455,18 @@ static int __init ropcie_init(void)
 		ropcie_cm_exit();
 		return ret;
 	}
+	/* Before the PCI driver: a link's probe adds its own directory. */
+	ropcie_debugfs = debugfs_create_dir("ropcie", NULL);
+	debugfs_create_file("profile", 0600, ropcie_debugfs, NULL,
+			    &ropcie_prof_fops);
 	ret = pci_register_driver(&ropcie_ivshmem_driver);
 	if (ret) {
+		debugfs_remove_recursive(ropcie_debugfs);
 		unregister_netdevice_notifier(&ropcie_netdev_nb);
 		ropcie_cm_exit();
 		return ret;
 	}
 	rdma_link_register(&ropcie_link_ops);
-	ropcie_debugfs = debugfs_create_dir("ropcie", NULL);
-	debugfs_create_file("profile", 0600, ropcie_debugfs, NULL,
-			    &ropcie_prof_fops);
 	pr_info("loaded (transport %s)\n", ropcie_loopback_transport.name);
 	return 0;
 }
@@ -473,9 +475,9 @@ static void __exit ropcie_exit(void)
 {
 	struct ropcie_dev *dev;
 
+	pci_unregister_driver(&ropcie_ivshmem_driver);
 	debugfs_remove_recursive(ropcie_debugfs);
 	rdma_link_unregister(&ropcie_link_ops);
-	pci_unregister_driver(&ropcie_ivshmem_driver);
 	unregister_netdevice_notifier(&ropcie_netdev_nb);
 	/*
 	 * Unregister what is left; live sessions get DEVICE_REMOVAL. An

@@ -216,7 +216,8 @@ static inline struct ropcie_qp *to_rqp(struct ib_qp *qp)
 /* Serialises QP peers and cm_ids of connections and the listener table. */
 extern spinlock_t ropcie_fabric_lock;
 
-/* main.c: module options and the per-stage profile */
+/* main.c: module options, the per-stage profile, debugfs's ropcie/ */
+extern struct dentry *ropcie_debugfs;
 extern unsigned int ropcie_inline_max;
 extern unsigned int ropcie_connect_timeout_ms;
 extern bool ropcie_profile;

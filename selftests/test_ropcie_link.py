@@ -20,6 +20,7 @@ cut needs the bed's control (lib/bed.py). Otherwise the tests skip with
 the reason.
 """
 
+import errno
 import os
 import subprocess
 import time
@@ -175,3 +176,94 @@ def test_peer_power_cut_and_back(hosts):
     assert here.link()["ups"] == before["ups"] + 1
     print(f"# down {secs:.2f} s after the power cut (bound {bound:.2f} s);"
           f" up {up:.1f} s after the boot")
+
+
+# Fields of the link protocol's header (struct ropcie_wire_hdr in wire.h)
+# that this host writes into the other host's window: (name, offset,
+# bytes written there, the other host's down_reason, protocol error).
+# The other host must take its side down for what it cannot trust, and
+# the link must come back up without anyone's help.
+SCRIBBLES = [
+    ("magic", 0, "efbeadde", "the peer left", False),
+    ("version", 4, "ffff", "the peer's header is not ours", True),
+    ("nslots", 6, "0100", "the peer's header is not ours", True),
+    ("slot_size", 8, "01100000", "the peer's header is not ours", True),
+    ("epoch", 16, "0123456789abcdef", "the peer restarted", False),
+    ("epoch-zero", 16, "00" * 8, "the peer left", False),
+]
+
+
+def scribble_path(host):
+    return (f"/sys/kernel/debug/ropcie/link-{os.path.basename(host.dev)}"
+            "/scribble")
+
+
+@pytest.fixture
+def scribbler(hosts):
+    here, _ = hosts
+    if not os.path.ismount("/sys/kernel/debug"):
+        subprocess.run(["mount", "-t", "debugfs", "none",
+                        "/sys/kernel/debug"], check=True)
+    here.wait_state("up", UP_TIMEOUT_S)
+    path = scribble_path(here)
+    assert os.path.exists(path), "no scribbler in debugfs"
+
+    def scribble(offset, hexbytes):
+        with open(path, "w") as f:
+            f.write(f"{offset} {hexbytes}\n")
+    return scribble
+
+
+@pytest.mark.parametrize("name,offset,data,reason,proto", SCRIBBLES,
+                         ids=[s[0] for s in SCRIBBLES])
+def test_scribbled_header_recovers(hosts, scribbler, name, offset, data,
+                                   reason, proto):
+    """Garbage in one header field of the other host's window: that host
+    takes its side down with the reason the field calls for, and the
+    link comes back up on both sides."""
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    a0, b0 = here.link(), there.link()
+    scribbler(offset, data)
+    deadline = time.monotonic() + 2 * BEAT_S + SLACK_S
+    while there.link()["downs"] == b0["downs"]:
+        assert time.monotonic() < deadline, \
+            f"there: {name} scribbled, the link stayed up: {there.link()}"
+        time.sleep(0.05)
+    here.wait_state("up", UP_TIMEOUT_S)
+    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    assert b["down_reason"] == reason
+    assert b["protocol_errors"] == b0["protocol_errors"] + int(proto)
+    assert b["ups"] >= b0["ups"] + 1
+    # This side followed: the other one came back with a new epoch.
+    assert here.link()["downs"] >= a0["downs"] + 1
+
+
+def test_scribbled_heartbeat_is_harmless(hosts, scribbler):
+    """A heartbeat that jumps is still a heartbeat: nothing goes down."""
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    b0 = there.link()
+    scribbler(32, "ff" * 8)
+    time.sleep(4 * BEAT_S)
+    b = there.link()
+    assert b["state"] == "up" and b["downs"] == b0["downs"], b
+
+
+@pytest.mark.parametrize("line,err", [
+    ("0", "EINVAL"), ("x 00", "EINVAL"), ("0 0", "EINVAL"),
+    ("0 zz", "EINVAL"), ("0 ", "EINVAL"),
+    (f"{1 << 40} 00", "ERANGE"), ("-1 00", "EINVAL"),
+], ids=["no-data", "bad-offset", "odd-hex", "not-hex", "empty-hex",
+        "past-window", "negative"])
+def test_scribbler_refuses_bad_input(hosts, scribbler, line, err):
+    """The scribbler itself checks what it is given, and writes nothing
+    then: the link stays up."""
+    here, there = hosts
+    b0 = there.link()
+    with pytest.raises(OSError) as e:
+        with open(scribble_path(here), "w") as f:
+            f.write(line + "\n")
+    assert e.value.errno == getattr(errno, err)
+    b = there.link()
+    assert b["state"] == "up" and b["downs"] == b0["downs"]
