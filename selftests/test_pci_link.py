@@ -21,26 +21,16 @@ own hosts without one the tests skip with the reason.
 
 import os
 import secrets
-import subprocess
 
 import pytest
 
-from lib import env
-from lib.remote import SshRemote
+from lib.pci_link import Side, pci_name, sides
 
 pytestmark = pytest.mark.two_host
 
-VENDOR, DEVICE = "0x1af4", "0x1110"
 DRIVER = "/sys/bus/pci/drivers/ropcie_ivshmem"
 IVPOSITION = 8          # BAR0 register: this host's peer ID
 CHUNK = 4096
-
-# Runs on either host (here with python3, there through ssh): prints the
-# device's sysfs directory, or nothing.
-FIND = (f"for d in /sys/bus/pci/devices/*; do "
-        f"[ \"$(cat $d/vendor)\" = {VENDOR} ] && "
-        f"[ \"$(cat $d/device)\" = {DEVICE} ] && echo $d && break; "
-        f"done; true")
 
 # The helper both hosts run: python3 -c HELPER DIR OP [ARGS]. OP is
 # "size" (BAR2's), "id" (IVPosition), "read OFF LEN" (hex) or "write OFF
@@ -80,28 +70,15 @@ elif op == "write":
 """
 
 
-class Side:
-    """One host's end of the link: here (remote None) or there."""
-
-    def __init__(self, remote=None):
-        self.remote = remote
-        self.dir = self.sh(FIND).strip()
-
-    def sh(self, cmd):
-        if self.remote:
-            return self.remote.cmd(cmd).stdout
-        cp = subprocess.run(["sh", "-c", cmd], capture_output=True,
-                            text=True, timeout=60)
-        assert cp.returncode == 0, f"exit {cp.returncode}: {cp.stderr}"
-        return cp.stdout
+class LinkSide(Side):
+    """A side that can unbind and bind the driver and map the BARs."""
 
     def bound(self):
         return self.sh(f"readlink {self.dir}/driver; true").strip() \
             .endswith("/ropcie_ivshmem")
 
     def bind(self, op):
-        name = os.path.basename(self.dir)
-        self.sh(f"echo {name} > {DRIVER}/{op}")
+        self.sh(f"echo {pci_name(self)} > {DRIVER}/{op}")
 
     def helper(self, *args):
         quoted = " ".join(f"'{a}'" for a in (self.dir,) + args)
@@ -111,15 +88,7 @@ class Side:
 
 @pytest.fixture(scope="module")
 def link():
-    topo = env.topology()
-    if not topo.two_host:
-        pytest.skip("needs a remote host: set REMOTE_TYPE, REMOTE_ARGS, "
-                    "LOCAL_ADDR and REMOTE_ADDR (selftests/krping.config)")
-    here, there = Side(), Side(SshRemote(topo.remote_args))
-    for name, side in (("here", here), ("there", there)):
-        if not side.dir:
-            pytest.skip(f"no ivshmem-doorbell device (PCI 1af4:1110) {name}"
-                        ": the PCI link comes with scripts/testbed/vm-pair")
+    here, there = sides(LinkSide)
     unbound = [s for s in (here, there) if s.bound()]
     for side in unbound:
         side.bind("unbind")

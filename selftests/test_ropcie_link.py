@@ -27,12 +27,11 @@ import time
 
 import pytest
 
-from lib import bed, env
-from lib.remote import SshRemote
+from lib import bed
+from lib.pci_link import Side, pci_name, sides
 
 pytestmark = pytest.mark.two_host
 
-VENDOR, DEVICE = "0x1af4", "0x1110"
 BEAT_S = 0.25                   # ROPCIE_LINK_BEAT_MS
 TABLE = 4096                    # ivshmem.c's port table page
 SLOTS, DESC = 32, 64            # wire.h: entries per ring, descriptor size
@@ -40,11 +39,6 @@ SLOTS, DESC = 32, 64            # wire.h: entries per ring, descriptor size
 SLACK_S = 3.0 * bed.SCALE
 UP_TIMEOUT_S = 30.0 * bed.SCALE
 
-# Prints the ropcie_link directory of the ivshmem device, or nothing.
-FIND = (f"for d in /sys/bus/pci/devices/*; do "
-        f"[ \"$(cat $d/vendor)\" = {VENDOR} ] && "
-        f"[ \"$(cat $d/device)\" = {DEVICE} ] && echo $d && break; "
-        f"done; true")
 ATTRS = ("state", "port", "peer_port", "slot_size", "ups", "downs",
          "doorbells", "protocol_errors", "down_reason")
 
@@ -57,27 +51,12 @@ def expected_slot_size(bar2):
     return min(slot, 1 << 20)
 
 
-class Host:
-    """One host's end of the ropcie link: here (remote None) or there."""
-
-    def __init__(self, name, remote=None):
-        self.name = name
-        self.remote = remote
-        self.dev = self.sh(FIND).strip()
-
-    def sh(self, cmd, check=True):
-        if self.remote:
-            return self.remote.cmd(cmd, check=check).stdout
-        cp = subprocess.run(["sh", "-c", cmd], capture_output=True,
-                            text=True, timeout=60)
-        if check:
-            assert cp.returncode == 0, \
-                f"{cmd}: exit {cp.returncode}: {cp.stderr}"
-        return cp.stdout
+class Host(Side):
+    """One host's end of the ropcie link."""
 
     def link(self):
         """The link's attributes, or {} when no link exists (yet)."""
-        out = self.sh(f"d={self.dev}/ropcie_link; [ -d $d ] && "
+        out = self.sh(f"d={self.dir}/ropcie_link; [ -d $d ] && "
                       f"for a in {' '.join(ATTRS)}; do "
                       f"printf '%s=%s\\n' $a \"$(cat $d/$a)\"; done; true")
         vals = dict(line.split("=", 1) for line in out.splitlines()
@@ -102,18 +81,9 @@ class Host:
 
 @pytest.fixture(scope="module")
 def hosts():
-    topo = env.topology()
-    if not topo.two_host:
-        pytest.skip("needs a remote host: set REMOTE_TYPE, REMOTE_ARGS, "
-                    "LOCAL_ADDR and REMOTE_ADDR (selftests/krping.config)")
     if not os.path.isdir("/sys/module/ropcie"):
         pytest.skip("ropcie not loaded (vm-run loads it with ROPCIE_KO)")
-    here, there = Host("here"), Host("there", SshRemote(topo.remote_args))
-    for h in (here, there):
-        if not h.dev:
-            pytest.skip(f"no ivshmem-doorbell device (PCI 1af4:1110) {h.name}"
-                        ": the PCI link comes with scripts/testbed/vm-pair")
-    return here, there
+    return sides(Host)
 
 
 def link_timeout_s():
@@ -127,7 +97,7 @@ def test_link_comes_up_on_both_hosts(hosts):
     _, b = there.wait_state("up", UP_TIMEOUT_S)
     assert {a["port"], b["port"]} == {0, 1}, (a, b)
     assert a["peer_port"] == b["port"] and b["peer_port"] == a["port"]
-    bar2 = int(here.sh(f"stat -c %s {here.dev}/resource2"))
+    bar2 = int(here.sh(f"stat -c %s {here.dir}/resource2"))
     assert a["slot_size"] == b["slot_size"] == expected_slot_size(bar2)
     # Each side rings the other when it comes up.
     assert a["doorbells"] >= 1 and b["doorbells"] >= 1, (a, b)
@@ -194,8 +164,7 @@ SCRIBBLES = [
 
 
 def scribble_path(host):
-    return (f"/sys/kernel/debug/ropcie/link-{os.path.basename(host.dev)}"
-            "/scribble")
+    return f"/sys/kernel/debug/ropcie/link-{pci_name(host)}/scribble"
 
 
 @pytest.fixture
