@@ -6,7 +6,8 @@
  * of hostile descriptors (one per field class a peer can get wrong, each
  * with the errno it must get), and every single-byte corruption of a
  * valid descriptor of each type: whatever decodes must still describe a
- * fragment inside its slot and its message.
+ * fragment inside its slot and its message. The same for the connection
+ * management messages: a round trip, a hostile table, a byte sweep.
  *
  * The protocol code is included rather than linked so that its object
  * file is not built into two modules.
@@ -166,6 +167,7 @@ static const struct ropcie_wire_msg valid_msgs[] = {
 	  .dst_qpn = 3, .src_qpn = 2, .msn = 9, .msg_len = 126980,
 	  .offset = 126976 },
 	{ .type = ROPCIE_WIRE_RNR, .dst_qpn = 3, .src_qpn = 2, .msn = 7 },
+	{ .type = ROPCIE_WIRE_CLOSE, .dst_qpn = 3, .src_qpn = 2 },	/* 12 */
 };
 
 static enum ropcie_wire_ring ring_of(const struct ropcie_wire_msg *m)
@@ -237,6 +239,9 @@ SPOIL(some_flags, d->flags = ROPCIE_WIRE_FIRST)
 SPOIL(cm_qpn, d->dst_qpn = cpu_to_le32(2))
 SPOIL(cm_split, d->msg_len = cpu_to_le64(1024);
 	      d->flags &= ~ROPCIE_WIRE_LAST)
+SPOIL(no_dst, d->dst_qpn = 0)
+SPOIL(no_src, d->src_qpn = 0)
+SPOIL(msn, d->msn = cpu_to_le32(1))
 
 static const struct hostile_case hostile[] = {
 	{ "type 0", 0, ROPCIE_WIRE_REQ, spoil_type0 },
@@ -277,6 +282,12 @@ static const struct hostile_case hostile[] = {
 	{ "RECV_POSTED with flags", 6, ROPCIE_WIRE_REQ, spoil_some_flags },
 	{ "CM to a QP", 7, ROPCIE_WIRE_REQ, spoil_cm_qpn },
 	{ "CM in fragments", 7, ROPCIE_WIRE_REQ, spoil_cm_split },
+	{ "CLOSE in the request ring", 12, ROPCIE_WIRE_REQ, spoil_none },
+	{ "CLOSE of no connection here", 12, ROPCIE_WIRE_RSP, spoil_no_dst },
+	{ "CLOSE of no connection there", 12, ROPCIE_WIRE_RSP, spoil_no_src },
+	{ "CLOSE with a message number", 12, ROPCIE_WIRE_RSP, spoil_msn },
+	{ "CLOSE with a payload", 12, ROPCIE_WIRE_RSP, spoil_some_len },
+	{ "CLOSE with flags", 12, ROPCIE_WIRE_RSP, spoil_some_flags },
 };
 
 static void ropcie_wire_test_hostile(struct kunit *test)
@@ -353,6 +364,176 @@ static void ropcie_wire_test_byte_sweep(struct kunit *test)
 	KUNIT_EXPECT_GT(test, accepted, 0U);
 }
 
+/* Valid CM messages, one per operation (and both address families). */
+static const struct ropcie_wire_cm_msg valid_cms[] = {
+	{ .op = ROPCIE_WIRE_CM_REQ, .family = ROPCIE_WIRE_INET, .creq = 7,
+	  .conn = 3, .ird = 128, .ord = 1, .src_port = 40000,
+	  .dst_port = 9999, .src_addr = { 10, 77, 0, 2 },
+	  .dst_addr = { 10, 77, 0, 1 }, .pdata_len = 56,
+	  .pdata = { 1, 2, 3 } },
+	{ .op = ROPCIE_WIRE_CM_REQ, .family = ROPCIE_WIRE_INET6, .creq = 1,
+	  .conn = ROPCIE_WIRE_MAX_QPN, .src_port = 1, .dst_port = 65535,
+	  .src_addr = { 0xfd, [15] = 2 }, .dst_addr = { 0xfd, [15] = 1 },
+	  .pdata_len = ROPCIE_WIRE_PDATA_MAX, .pdata = { [254] = 0xff } },
+	{ .op = ROPCIE_WIRE_CM_ACCEPT, .creq = 7, .conn = 9, .peer_conn = 3,
+	  .pdata_len = 1, .pdata = { 0x42 } },
+	{ .op = ROPCIE_WIRE_CM_REJECT, .creq = 7, .peer_conn = 3,
+	  .pdata_len = 2, .pdata = { 'n', 'o' } },
+};
+
+static void ropcie_wire_test_cm_round_trip(struct kunit *test)
+{
+	struct ropcie_wire_cm_msg m;
+	struct ropcie_wire_cm w;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(valid_cms); i++) {
+		ropcie_wire_cm_encode(&w, &valid_cms[i]);
+		KUNIT_EXPECT_EQ_MSG(test, ropcie_wire_cm_decode(&w, sizeof(w), &m),
+				    0, "valid CM %d", i);
+		KUNIT_EXPECT_EQ_MSG(test, memcmp(&m, &valid_cms[i], sizeof(m)),
+				    0, "valid CM %d", i);
+	}
+	/* The payload length its descriptor gives must be the struct's. */
+	ropcie_wire_cm_encode(&w, &valid_cms[0]);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_cm_decode(&w, sizeof(w) - 1, &m),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_cm_decode(&w, 0, &m), -EINVAL);
+}
+
+struct hostile_cm {
+	const char *what;
+	int base;			/* index into valid_cms */
+	void (*spoil)(struct ropcie_wire_cm *w);
+};
+
+#define SPOIL_CM(name, stmt) \
+	static void spoil_cm_##name(struct ropcie_wire_cm *w) { stmt; }
+
+SPOIL_CM(op0, w->op = 0)
+SPOIL_CM(op4, w->op = ROPCIE_WIRE_CM_REJECT + 1)
+SPOIL_CM(rsvd0, w->reserved0 = 1)
+SPOIL_CM(rsvd1, w->reserved1 = cpu_to_le32(1))
+SPOIL_CM(conn0, w->conn = 0)
+SPOIL_CM(conn_big, w->conn = cpu_to_le32(ROPCIE_WIRE_MAX_QPN + 1))
+SPOIL_CM(peer_conn, w->peer_conn = cpu_to_le32(5))
+SPOIL_CM(peer_conn0, w->peer_conn = 0)
+SPOIL_CM(peer_big, w->peer_conn = cpu_to_le32(U32_MAX))
+SPOIL_CM(conn_set, w->conn = cpu_to_le32(5))
+SPOIL_CM(creq0, w->creq = 0)
+SPOIL_CM(family0, w->family = 0)
+SPOIL_CM(family5, w->family = 5)
+SPOIL_CM(family_set, w->family = ROPCIE_WIRE_INET)
+SPOIL_CM(v4_tail, w->dst_addr[4] = 1)
+SPOIL_CM(v4_src_tail, w->src_addr[15] = 1)
+SPOIL_CM(addr_set, w->src_addr[0] = 10)
+SPOIL_CM(port_set, w->dst_port = cpu_to_be16(1))
+SPOIL_CM(ird_big, w->ird = cpu_to_le32(ROPCIE_WIRE_MAX_ORD + 1))
+SPOIL_CM(ord_huge, w->ord = cpu_to_le32(U32_MAX))
+SPOIL_CM(ird_set, w->ird = cpu_to_le32(1))
+SPOIL_CM(pdata_tail, w->pdata[w->pdata_len] = 1)
+SPOIL_CM(pdata_last, w->pdata[ROPCIE_WIRE_PDATA_MAX] = 1)
+
+static const struct hostile_cm hostile_cms[] = {
+	{ "operation 0", 0, spoil_cm_op0 },
+	{ "operation past REJECT", 3, spoil_cm_op4 },
+	{ "reserved0 set", 2, spoil_cm_rsvd0 },
+	{ "reserved1 set", 0, spoil_cm_rsvd1 },
+	{ "REQ without the requester's id", 0, spoil_cm_conn0 },
+	{ "ACCEPT without the acceptor's id", 2, spoil_cm_conn0 },
+	{ "id beyond 24 bits", 2, spoil_cm_conn_big },
+	{ "REQ naming the receiver's QP", 0, spoil_cm_peer_conn },
+	{ "ACCEPT without the requester's id", 2, spoil_cm_peer_conn0 },
+	{ "REJECT without the requester's id", 3, spoil_cm_peer_conn0 },
+	{ "peer id of 2^32 - 1", 2, spoil_cm_peer_big },
+	{ "REJECT naming a QP of its own", 3, spoil_cm_conn_set },
+	{ "REQ without a request id", 0, spoil_cm_creq0 },
+	{ "ACCEPT without a request id", 2, spoil_cm_creq0 },
+	{ "REJECT without a request id", 3, spoil_cm_creq0 },
+	{ "REQ without a family", 0, spoil_cm_family0 },
+	{ "REQ of family 5", 1, spoil_cm_family5 },
+	{ "ACCEPT with a family", 2, spoil_cm_family_set },
+	{ "IPv4 address with bytes after its four", 0, spoil_cm_v4_tail },
+	{ "IPv4 source with a last byte", 0, spoil_cm_v4_src_tail },
+	{ "REJECT with an address", 3, spoil_cm_addr_set },
+	{ "REJECT with a port", 3, spoil_cm_port_set },
+	{ "REQ with ird beyond the maximum", 0, spoil_cm_ird_big },
+	{ "REQ with ord 2^32 - 1", 1, spoil_cm_ord_huge },
+	{ "ACCEPT with an ird", 2, spoil_cm_ird_set },
+	{ "private data past its length", 2, spoil_cm_pdata_tail },
+	{ "the 256th byte of private data set", 3,
+	  spoil_cm_pdata_last },
+};
+
+static void ropcie_wire_test_cm_hostile(struct kunit *test)
+{
+	struct ropcie_wire_cm_msg m, zero = {};
+	struct ropcie_wire_cm w;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(hostile_cms); i++) {
+		const struct hostile_cm *c = &hostile_cms[i];
+
+		ropcie_wire_cm_encode(&w, &valid_cms[c->base]);
+		KUNIT_ASSERT_EQ_MSG(test, ropcie_wire_cm_decode(&w, sizeof(w), &m),
+				    0, "%s: base", c->what);
+		c->spoil(&w);
+		memset(&m, 0xa5, sizeof(m));
+		KUNIT_EXPECT_EQ_MSG(test, ropcie_wire_cm_decode(&w, sizeof(w), &m),
+				    -EINVAL, "%s", c->what);
+		KUNIT_EXPECT_EQ_MSG(test, memcmp(&m, &zero, sizeof(m)), 0,
+				    "%s: output not cleared", c->what);
+	}
+	/* All 255 bytes of private data are carried. */
+	ropcie_wire_cm_encode(&w, &valid_cms[1]);
+	KUNIT_EXPECT_EQ(test, ropcie_wire_cm_decode(&w, sizeof(w), &m), 0);
+	KUNIT_EXPECT_EQ(test, m.pdata_len, ROPCIE_WIRE_PDATA_MAX);
+	KUNIT_EXPECT_EQ(test, m.pdata[254], 0xff);
+}
+
+/* Every byte of every valid CM message set to a few values. */
+static void ropcie_wire_test_cm_byte_sweep(struct kunit *test)
+{
+	static const u8 values[] = { 0x00, 0x01, 0x06, 0x80, 0xff };
+	unsigned int accepted = 0, refused = 0;
+	struct ropcie_wire_cm_msg m;
+	struct ropcie_wire_cm w;
+	int i, b, v;
+
+	for (i = 0; i < ARRAY_SIZE(valid_cms); i++) {
+		for (b = 0; b < sizeof(w); b++) {
+			for (v = 0; v < ARRAY_SIZE(values); v++) {
+				ropcie_wire_cm_encode(&w, &valid_cms[i]);
+				((u8 *)&w)[b] = values[v];
+				if (ropcie_wire_cm_decode(&w, sizeof(w), &m)) {
+					refused++;
+					continue;
+				}
+				accepted++;
+				KUNIT_EXPECT_GE(test, (int)m.op, ROPCIE_WIRE_CM_REQ);
+				KUNIT_EXPECT_LE(test, (int)m.op, ROPCIE_WIRE_CM_REJECT);
+				KUNIT_EXPECT_LE(test, m.conn, ROPCIE_WIRE_MAX_QPN);
+				KUNIT_EXPECT_LE(test, m.peer_conn,
+						ROPCIE_WIRE_MAX_QPN);
+				KUNIT_EXPECT_LE(test, m.pdata_len,
+						ROPCIE_WIRE_PDATA_MAX);
+				KUNIT_EXPECT_LE(test, m.ird, ROPCIE_WIRE_MAX_ORD);
+				KUNIT_EXPECT_LE(test, m.ord, ROPCIE_WIRE_MAX_ORD);
+				if (m.op == ROPCIE_WIRE_CM_REQ)
+					KUNIT_EXPECT_TRUE(test,
+							  m.family == ROPCIE_WIRE_INET ||
+							  m.family == ROPCIE_WIRE_INET6);
+				else
+					KUNIT_EXPECT_EQ(test, m.family, 0);
+			}
+		}
+	}
+	kunit_info(test, "%u corrupted CM messages accepted, %u refused\n",
+		   accepted, refused);
+	KUNIT_EXPECT_GT(test, refused, 0U);
+	KUNIT_EXPECT_GT(test, accepted, 0U);
+}
+
 static struct kunit_case ropcie_wire_cases[] = {
 	KUNIT_CASE(ropcie_wire_test_geometry),
 	KUNIT_CASE(ropcie_wire_test_header),
@@ -360,6 +541,9 @@ static struct kunit_case ropcie_wire_cases[] = {
 	KUNIT_CASE(ropcie_wire_test_round_trip),
 	KUNIT_CASE(ropcie_wire_test_hostile),
 	KUNIT_CASE(ropcie_wire_test_byte_sweep),
+	KUNIT_CASE(ropcie_wire_test_cm_round_trip),
+	KUNIT_CASE(ropcie_wire_test_cm_hostile),
+	KUNIT_CASE(ropcie_wire_test_cm_byte_sweep),
 	{}
 };
 

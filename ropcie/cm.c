@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ropcie connection management: the iw_cm provider ops over the loopback
- * fabric. A listener table keyed by device, address and port; a connect
- * finds the listener and hands it a connection request; accept links the
- * two QPs as peers and moves both to RTS; closing either QP ends both
- * sides (DISCONNECT and CLOSE to the peer, CLOSE to the closer).
+ * ropcie connection management: the iw_cm provider ops, on this host
+ * (loopback) and to the host across a link. A listener table keyed by
+ * device, address and port; a connect to an address of this host finds
+ * the listener and hands it a connection request; accept links the two
+ * QPs as peers and moves both to RTS; closing either QP ends both sides
+ * (DISCONNECT and CLOSE to the peer, CLOSE to the closer).
+ *
+ * A connect to any other address goes to the other host over the first
+ * link that is up (link_transport.c), as CM messages in the link's
+ * request ring (wire.h): REQ to the peer's listener, ACCEPT or REJECT
+ * back, CLOSE either way. The two QPs know each other by their ids on
+ * the link; a link that goes down fails its connections and requests.
  *
  * Every event is handed to iw_cm under ropcie_fabric_lock, so the events
  * of one connection reach iw_cm in the order they happened.
@@ -14,6 +21,8 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/slab.h>
+#include <net/addrconf.h>
+#include <net/route.h>
 
 #include "ropcie.h"
 
@@ -38,8 +47,18 @@ struct ropcie_creq {
 	u32 id;				/* in ropcie_creqs */
 	struct ropcie_qp *qp;		/* the active QP, held and claimed */
 	struct iw_cm_id *cm_id;		/* the active cm_id, held */
-	struct sockaddr_storage laddr, raddr;
+	struct sockaddr_storage laddr, raddr;	/* the active side's */
 	struct delayed_work timeout;
+	/*
+	 * Over a link: the link and its generation. A request made here
+	 * (qp set) has the active QP's id on the link; one that came from
+	 * the other host (qp and cm_id NULL) the peer's ids.
+	 */
+	struct ropcie_xport *x;
+	u32 gen;
+	u32 conn;			/* the active QP's id, made here */
+	u32 peer_creq, peer_conn;	/* the peer's, from the other host */
+	struct list_head down;		/* ropcie_cm_link_down()'s list */
 };
 
 static DEFINE_XARRAY_ALLOC1(ropcie_creqs);
@@ -72,16 +91,32 @@ static bool ropcie_addr_eq(const struct sockaddr_storage *a,
 			       &((const struct sockaddr_in6 *)b)->sin6_addr);
 }
 
+/* Is @a an address of this host in @net? */
+static bool ropcie_addr_local(struct net *net, const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET)
+		return inet_addr_type(net, ((const struct sockaddr_in *)a)->sin_addr.s_addr) ==
+		       RTN_LOCAL;
+	return IS_ENABLED(CONFIG_IPV6) &&
+	       ipv6_chk_addr(net, &((const struct sockaddr_in6 *)a)->sin6_addr,
+			     NULL, 0);
+}
+
 /*
- * The listener for a connection to @dst from @dev: same port, same
- * address or a wildcard, a device whose netdev is in the same network
- * namespace; an exact address wins, then the same device.
+ * The listener for a connection to @dst: same port, same address, or a
+ * wildcard when @dst is an address of this host (a connect to another
+ * host's address goes over the link even when a wildcard listens here).
+ * From @dev: a device whose netdev is in the same network namespace, and
+ * the same device preferred; from the link (@dev NULL): a device in the
+ * initial namespace. An exact address wins.
  */
 static struct ropcie_listener *ropcie_find_listener(struct ropcie_dev *dev,
 						    const struct sockaddr_storage *dst)
 {
+	struct net *net = dev ? dev_net(dev->netdev) : &init_net;
 	struct ropcie_listener *l, *best = NULL;
 	int score, best_score = 0;
+	int local = -1;
 
 	lockdep_assert_held(&ropcie_fabric_lock);
 	list_for_each_entry(l, &ropcie_listeners, list) {
@@ -89,14 +124,19 @@ static struct ropcie_listener *ropcie_find_listener(struct ropcie_dev *dev,
 		    ropcie_port(&l->addr) != ropcie_port(dst))
 			continue;
 		/* An address means something in its namespace only. */
-		if (!net_eq(dev_net(l->dev->netdev), dev_net(dev->netdev)))
+		if (!net_eq(dev_net(l->dev->netdev), net))
 			continue;
-		if (ropcie_addr_eq(&l->addr, dst))
+		if (ropcie_addr_eq(&l->addr, dst)) {
 			score = 4;
-		else if (ropcie_addr_any(&l->addr))
+		} else if (ropcie_addr_any(&l->addr)) {
+			if (local < 0)
+				local = dev ? ropcie_addr_local(net, dst) : 1;
+			if (!local)
+				continue;
 			score = 2;
-		else
+		} else {
 			continue;
+		}
 		if (l->dev == dev)
 			score++;
 		if (score > best_score) {
@@ -213,7 +253,7 @@ int ropcie_iw_destroy_listen(struct iw_cm_id *cm_id)
 static int ropcie_qp_free_for_conn(const struct ropcie_qp *qp)
 {
 	lockdep_assert_held(&ropcie_fabric_lock);
-	if (qp->peer || qp->cm_id || qp->claimed)
+	if (qp->peer || qp->cm_id || qp->claimed || qp->lx.x)
 		return -EBUSY;
 	return ropcie_qp_connectable(qp) ? 0 : -EINVAL;
 }
@@ -230,17 +270,66 @@ static void ropcie_creq_free(struct ropcie_creq *creq, bool from_timeout)
 {
 	if (!from_timeout)
 		cancel_delayed_work_sync(&creq->timeout);
-	creq->cm_id->rem_ref(creq->cm_id);
-	ropcie_qp_put(creq->qp);
+	if (creq->cm_id)
+		creq->cm_id->rem_ref(creq->cm_id);
+	if (creq->qp)
+		ropcie_qp_put(creq->qp);
 	kfree(creq);
 }
 
-/* Answer a request that was taken with a refusal, and free it. */
+/*
+ * Drop the link connection a request made here gave its QP, if the QP
+ * still has it. Context: task, the transport alive (ropcie_lx_life).
+ */
+static void ropcie_creq_unlink(struct ropcie_creq *creq)
+{
+	struct ropcie_lx_ctrl *msg = NULL;
+	struct ropcie_qp *qp = creq->qp;
+	unsigned long flags;
+
+	if (!creq->x || !creq->conn)
+		return;
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	if (qp->lx.x == creq->x && qp->lx.conn == creq->conn) {
+		msg = qp->lx.close_msg;
+		qp->lx.close_msg = NULL;
+		qp->lx.x = NULL;
+		ropcie_lx_conn_del(creq->x, creq->conn);
+	}
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	kfree(msg);
+}
+
+/*
+ * Answer a request that was taken with a refusal, and free it: the
+ * active cm_id of one made here, the other host of one from there.
+ * Context: task; a request over a link with its transport alive.
+ */
 static void ropcie_creq_refuse(struct ropcie_creq *creq, int status,
 			       const void *pdata, u8 plen, bool from_timeout)
 {
 	unsigned long flags;
 
+	if (!creq->qp) {
+		struct ropcie_wire_cm_msg cm = {
+			.op = ROPCIE_WIRE_CM_REJECT,
+			.creq = creq->peer_creq,
+			.peer_conn = creq->peer_conn,
+			.pdata_len = plen,
+		};
+		struct ropcie_lx_ctrl *msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
+
+		memcpy(cm.pdata, pdata, plen);
+		/* Without memory the peer's own timeout answers it. */
+		if (msg) {
+			spin_lock_irqsave(&ropcie_fabric_lock, flags);
+			ropcie_lx_ctrl_queue(creq->x, creq->gen, msg, &cm);
+			spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		}
+		ropcie_creq_free(creq, from_timeout);
+		return;
+	}
+	ropcie_creq_unlink(creq);
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	creq->qp->claimed = false;
 	ropcie_cm_reply(creq->cm_id, status, &creq->laddr, &creq->raddr,
@@ -256,15 +345,111 @@ static void ropcie_creq_expire(struct work_struct *work)
 	unsigned long flags;
 	bool mine;
 
+	down_read(&ropcie_lx_life);
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	mine = ropcie_creq_take(creq->id) == creq;
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	/* Else accept or reject took it and waits for us to return. */
+	if (mine) {
+		pr_debug("connection request %u timed out\n", creq->id);
+		ropcie_creq_refuse(creq, -ETIMEDOUT, NULL, 0, true);
+	}
+	up_read(&ropcie_lx_life);
+}
+
+static void ropcie_cm_addr_out(const struct sockaddr_storage *a, u8 *family,
+			       u8 *addr, u16 *port)
+{
+	if (a->ss_family == AF_INET) {
+		*family = ROPCIE_WIRE_INET;
+		memcpy(addr, &((const struct sockaddr_in *)a)->sin_addr, 4);
+	} else {
+		*family = ROPCIE_WIRE_INET6;
+		memcpy(addr, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+	}
+	*port = ropcie_port(a);
+}
+
+static void ropcie_cm_addr_in(u8 family, const u8 *addr, u16 port,
+			      struct sockaddr_storage *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (family == ROPCIE_WIRE_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)a;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, addr, 4);
+		sin->sin_port = htons(port);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)a;
+
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, addr, 16);
+		sin6->sin6_port = htons(port);
+	}
+}
+
+/*
+ * Send the connection request @creq, published and armed, to the other
+ * host. On failure take it back, unless its timeout or the link's end
+ * answered it meanwhile (then 0: the active side has its answer).
+ * Context: task, holding ropcie_lx_life for reading.
+ */
+static int ropcie_link_connect(struct ropcie_creq *creq,
+			       const struct iw_cm_conn_param *param)
+{
+	struct ropcie_wire_cm_msg cm = {
+		.op = ROPCIE_WIRE_CM_REQ,
+		.creq = creq->id,
+		.ird = min_t(u32, param->ird, ROPCIE_WIRE_MAX_ORD),
+		.ord = min_t(u32, param->ord, ROPCIE_WIRE_MAX_ORD),
+		.pdata_len = param->private_data_len,
+	};
+	struct ropcie_lx_ctrl *msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
+	struct ropcie_qp *qp = creq->qp;
+	unsigned long flags;
+	u32 conn = 0;
+	bool mine;
+	int ret;
+
+	ret = msg ? ropcie_lx_conn_add(creq->x, creq->gen, qp, &conn) : -ENOMEM;
+	if (ret)
+		goto undo;
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	if (!ropcie_lx_alive(creq->x, creq->gen) || !qp->claimed) {
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		ropcie_lx_conn_del(creq->x, conn);
+		ret = -ENETRESET;
+		goto undo;
+	}
+	qp->lx.x = creq->x;
+	qp->lx.gen = creq->gen;
+	qp->lx.conn = conn;
+	qp->lx.peer_conn = 0;
+	qp->lx.close_msg = msg;
+	creq->conn = conn;
+	msg = NULL;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+
+	cm.conn = conn;
+	ropcie_cm_addr_out(&creq->laddr, &cm.family, cm.src_addr, &cm.src_port);
+	ropcie_cm_addr_out(&creq->raddr, &cm.family, cm.dst_addr, &cm.dst_port);
+	memcpy(cm.pdata, param->private_data, cm.pdata_len);
+	ret = ropcie_lx_cm_send(creq->x, creq->gen, &cm);
+	if (!ret)
+		return 0;
+undo:
+	kfree(msg);
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	mine = ropcie_creq_take(creq->id) == creq;
+	if (mine)
+		qp->claimed = false;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	if (!mine)
-		return;
-	pr_debug("connection request %u of QP %u timed out\n", creq->id,
-		 creq->qp->ibqp.qp_num);
-	ropcie_creq_refuse(creq, -ETIMEDOUT, NULL, 0, true);
+		return 0;
+	ropcie_creq_unlink(creq);
+	cancel_delayed_work_sync(&creq->timeout);
+	return ret == -ENOTCONN ? -ENETRESET : ret;
 }
 
 int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
@@ -296,13 +481,23 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	ropcie_qp_get(creq->qp);
 	cm_id->add_ref(cm_id);
 
+	down_read(&ropcie_lx_life);
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	ret = ropcie_qp_free_for_conn(creq->qp);
 	if (ret)
 		goto unlock;
 	l = ropcie_find_listener(dev, &creq->raddr);
 	if (!l) {
-		ret = -ECONNREFUSED;
+		/* Not on this host: to the other one, over a link. */
+		creq->x = ropcie_lx_pick(&creq->gen);
+		if (!creq->x) {
+			ret = -ECONNREFUSED;
+			goto unlock;
+		}
+		xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
+		creq->qp->claimed = true;
+		queue_delayed_work(ropcie_cm_wq, &creq->timeout,
+				   msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms)));
 	} else {
 		struct iw_cm_event ev = {
 			.event = IW_CM_EVENT_CONNECT_REQUEST,
@@ -331,12 +526,90 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	}
 unlock:
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (!ret && creq->x)
+		ret = ropcie_link_connect(creq, param);
+	up_read(&ropcie_lx_life);
 	if (ret) {
 		xa_erase(&ropcie_creqs, creq->id);
 		cm_id->rem_ref(cm_id);
 		ropcie_qp_put(creq->qp);
 		kfree(creq);
 	}
+	return ret;
+}
+
+/*
+ * Accept a request from the other host: @pqp joins the link, the ULP
+ * learns it is established, and only then the ACCEPT goes out, in the
+ * request slot taken before, so that no request of @pqp can reach the
+ * peer ahead of it. Context: task, holding ropcie_lx_life for reading.
+ */
+static int ropcie_link_accept(struct iw_cm_id *cm_id,
+			      struct iw_cm_conn_param *param,
+			      struct ropcie_creq *creq, struct ropcie_qp *pqp)
+{
+	struct ropcie_wire_cm_msg cm = {
+		.op = ROPCIE_WIRE_CM_ACCEPT,
+		.creq = creq->peer_creq,
+		.peer_conn = creq->peer_conn,
+		.pdata_len = param->private_data_len,
+	};
+	struct ropcie_xport *x = creq->x;
+	struct ropcie_lx_ctrl *msg = NULL;
+	struct ropcie_lx_tx tx;
+	unsigned long flags;
+	u32 conn = 0;
+	int ret;
+
+	if (!pqp) {
+		ret = -EINVAL;
+		goto refuse;
+	}
+	msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
+	ret = msg ? ropcie_lx_conn_add(x, creq->gen, pqp, &conn) : -ENOMEM;
+	if (ret)
+		goto refuse;
+	ret = ropcie_lx_cm_begin(x, creq->gen, &tx);
+	if (ret)
+		goto del;
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	ret = ropcie_qp_free_for_conn(pqp);
+	if (!ret && !ropcie_lx_alive(x, creq->gen))
+		ret = -ECONNRESET;
+	if (!ret) {
+		pqp->transport = &ropcie_link_transport;
+		if (!ropcie_qp_to_rts(pqp))
+			ret = -EINVAL;
+	}
+	if (ret) {
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		ropcie_lx_cm_abort(&tx);
+		goto del;
+	}
+	pqp->lx.x = x;
+	pqp->lx.gen = creq->gen;
+	pqp->lx.conn = conn;
+	pqp->lx.peer_conn = creq->peer_conn;
+	pqp->lx.close_msg = msg;
+	pqp->cm_id = cm_id;
+	cm_id->add_ref(cm_id);
+	pqp->laddr = creq->raddr;
+	pqp->raddr = creq->laddr;
+	ropcie_cm_event(cm_id, IW_CM_EVENT_ESTABLISHED, 0, &pqp->laddr,
+			&pqp->raddr, NULL, 0, NULL);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	cm.conn = conn;
+	memcpy(cm.pdata, param->private_data, cm.pdata_len);
+	/* Failing, the link is down: its end fails pqp like any other. */
+	ropcie_lx_cm_commit(&tx, &cm);
+	ropcie_creq_free(creq, false);
+	return 0;
+
+del:
+	ropcie_lx_conn_del(x, conn);
+refuse:
+	kfree(msg);
+	ropcie_creq_refuse(creq, -ECONNREFUSED, NULL, 0, false);
 	return ret;
 }
 
@@ -352,18 +625,28 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 
 	cm_id->provider_data = NULL;
 	ibqp = ropcie_iw_get_qp(cm_id->device, param->qpn);
+	down_read(&ropcie_lx_life);
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	creq = ropcie_creq_take(id);
 	if (!creq) {
 		/* Timed out (the active side has its answer) or bogus. */
 		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		up_read(&ropcie_lx_life);
 		return -ETIMEDOUT;
 	}
-	aqp = creq->qp;
 	pqp = ibqp ? to_rqp(ibqp) : NULL;
+	if (!creq->qp) {
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		ret = ropcie_link_accept(cm_id, param, creq, pqp);
+		up_read(&ropcie_lx_life);
+		return ret;
+	}
+	aqp = creq->qp;
 	ret = pqp ? ropcie_qp_free_for_conn(pqp) : -EINVAL;
 	if (ret)
 		goto refuse;
+	pqp->transport = &ropcie_loopback_transport;
+	aqp->transport = &ropcie_loopback_transport;
 	if (!ropcie_qp_to_rts(pqp)) {
 		ret = -EINVAL;
 		goto refuse;
@@ -400,6 +683,7 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	ropcie_cm_event(cm_id, IW_CM_EVENT_ESTABLISHED, 0, &pqp->laddr,
 			&pqp->raddr, NULL, 0, NULL);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	up_read(&ropcie_lx_life);
 	if (lost)
 		lost->rem_ref(lost);
 	cancel_delayed_work_sync(&creq->timeout);
@@ -409,6 +693,7 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 refuse:
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	ropcie_creq_refuse(creq, -ECONNREFUSED, NULL, 0, false);
+	up_read(&ropcie_lx_life);
 	return ret;
 }
 
@@ -419,21 +704,264 @@ int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len)
 	unsigned long flags;
 
 	cm_id->provider_data = NULL;
+	down_read(&ropcie_lx_life);
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	creq = ropcie_creq_take(id);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	if (creq)
 		ropcie_creq_refuse(creq, -ECONNREFUSED, pdata, len, false);
+	up_read(&ropcie_lx_life);
 	return 0;
+}
+
+/*
+ * The other host ends a connection over the link (CLOSE), or the link is
+ * gone: @qp's side of it ends. If it was established, the QP fails and
+ * its ULP gets DISCONNECT and CLOSE; a connection still being made is
+ * answered by its request (refused by the link's end, or by its timeout).
+ */
+void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp)
+{
+	struct ropcie_lx_ctrl *msg = NULL;
+	struct iw_cm_id *theirs = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	if (qp->lx.x == x) {
+		msg = qp->lx.close_msg;
+		qp->lx.close_msg = NULL;
+		qp->lx.x = NULL;
+		ropcie_lx_conn_del(x, qp->lx.conn);
+		if (qp->lx.peer_conn) {
+			theirs = qp->cm_id;
+			qp->cm_id = NULL;
+			ropcie_qp_set_error(qp);
+		}
+		if (theirs) {
+			ropcie_cm_event(theirs, IW_CM_EVENT_DISCONNECT, 0,
+					&qp->laddr, &qp->raddr, NULL, 0, NULL);
+			ropcie_cm_event(theirs, IW_CM_EVENT_CLOSE, 0, &qp->laddr,
+					&qp->raddr, NULL, 0, NULL);
+		}
+	}
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (theirs)
+		theirs->rem_ref(theirs);
+	kfree(msg);
+}
+
+/**
+ * ropcie_cm_link_down() - refuse the requests over a link that went down
+ * @x: the link's transport; it is down already
+ *
+ * Ours get -ECONNRESET; those of the other host are dropped, and an
+ * accept of one later fails with -ETIMEDOUT.
+ */
+void ropcie_cm_link_down(struct ropcie_xport *x)
+{
+	struct ropcie_creq *creq, *tmp;
+	unsigned long flags, id;
+	LIST_HEAD(gone);
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	xa_for_each(&ropcie_creqs, id, creq) {
+		if (creq->x == x) {
+			xa_erase(&ropcie_creqs, id);
+			list_add_tail(&creq->down, &gone);
+		}
+	}
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	list_for_each_entry_safe(creq, tmp, &gone, down) {
+		if (creq->qp)
+			ropcie_creq_refuse(creq, -ECONNRESET, NULL, 0, false);
+		else
+			ropcie_creq_free(creq, false);
+	}
+}
+
+/* A request from the other host: to the listener here, or refused. */
+static void ropcie_cm_link_req(struct ropcie_xport *x, u32 gen,
+			       const struct ropcie_wire_cm_msg *m)
+{
+	struct ropcie_wire_cm_msg rej = {
+		.op = ROPCIE_WIRE_CM_REJECT,
+		.creq = m->creq,
+		.peer_conn = m->conn,
+	};
+	struct ropcie_lx_ctrl *msg;
+	struct ropcie_listener *l;
+	struct ropcie_creq *creq;
+	unsigned long flags;
+	bool ok = false;
+
+	creq = kzalloc(sizeof(*creq), GFP_KERNEL);
+	if (!creq)
+		goto reject;
+	if (xa_alloc(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
+		     GFP_KERNEL)) {
+		kfree(creq);
+		goto reject;
+	}
+	creq->x = x;
+	creq->gen = gen;
+	creq->peer_creq = m->creq;
+	creq->peer_conn = m->conn;
+	ropcie_cm_addr_in(m->family, m->src_addr, m->src_port, &creq->laddr);
+	ropcie_cm_addr_in(m->family, m->dst_addr, m->dst_port, &creq->raddr);
+	INIT_DELAYED_WORK(&creq->timeout, ropcie_creq_expire);
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	l = ropcie_lx_alive(x, gen) ? ropcie_find_listener(NULL, &creq->raddr) :
+				      NULL;
+	if (l) {
+		struct iw_cm_event ev = {
+			.event = IW_CM_EVENT_CONNECT_REQUEST,
+			.local_addr = creq->raddr,
+			.remote_addr = creq->laddr,
+			.private_data = (void *)m->pdata,
+			.private_data_len = m->pdata_len,
+			.provider_data = (void *)(uintptr_t)creq->id,
+			.ird = m->ird,
+			.ord = m->ord,
+		};
+
+		xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
+		if (!l->cm_id->event_handler(l->cm_id, &ev)) {
+			ok = true;
+			queue_delayed_work(ropcie_cm_wq, &creq->timeout,
+					   msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms)));
+		}
+	}
+	if (!ok)
+		xa_erase(&ropcie_creqs, creq->id);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (ok)
+		return;
+	kfree(creq);
+reject:
+	/* From the request consumer: never produce requests there. */
+	msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
+	if (msg)
+		ropcie_lx_ctrl_queue(x, gen, msg, &rej);
+}
+
+/* Our request @m->creq, if it went over @x in @gen to its peer_conn. */
+static struct ropcie_creq *ropcie_cm_link_take(struct ropcie_xport *x,
+					       u32 gen,
+					       const struct ropcie_wire_cm_msg *m)
+{
+	struct ropcie_creq *creq = xa_load(&ropcie_creqs, m->creq);
+
+	lockdep_assert_held(&ropcie_fabric_lock);
+	if (!creq || creq->x != x || creq->gen != gen || !creq->qp ||
+	    creq->conn != m->peer_conn)
+		return NULL;
+	return ropcie_creq_take(m->creq);
+}
+
+/* Tell the other host that its connection @m->conn is not ours. */
+static void ropcie_cm_link_unknown(struct ropcie_xport *x, u32 gen,
+				   const struct ropcie_wire_cm_msg *m)
+{
+	struct ropcie_lx_ctrl *msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
+
+	if (msg)
+		ropcie_lx_close_queue(x, gen, msg, m->peer_conn, m->conn);
+}
+
+/* The other host accepted our request: the active QP is connected. */
+static void ropcie_cm_link_accepted(struct ropcie_xport *x, u32 gen,
+				    const struct ropcie_wire_cm_msg *m)
+{
+	struct iw_cm_id *lost = NULL;
+	struct ropcie_creq *creq;
+	struct ropcie_qp *aqp;
+	unsigned long flags;
+	bool ok;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	creq = ropcie_cm_link_take(x, gen, m);
+	if (!creq) {
+		/* Timed out, or not ours: the acceptor's QP must end. */
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		ropcie_cm_link_unknown(x, gen, m);
+		return;
+	}
+	aqp = creq->qp;
+	ok = aqp->lx.x == x && aqp->lx.conn == creq->conn &&
+	     ropcie_lx_alive(x, gen);
+	if (ok) {
+		aqp->transport = &ropcie_link_transport;
+		ok = ropcie_qp_to_rts(aqp);
+	}
+	if (!ok) {
+		/* The active side left meanwhile. */
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		ropcie_cm_link_unknown(x, gen, m);
+		ropcie_creq_refuse(creq, -ECONNRESET, NULL, 0, false);
+		return;
+	}
+	aqp->claimed = false;
+	aqp->lx.peer_conn = m->conn;
+	aqp->cm_id = creq->cm_id;
+	creq->cm_id = NULL;		/* its reference is the QP's now */
+	aqp->laddr = creq->laddr;
+	aqp->raddr = creq->raddr;
+	if (ropcie_cm_reply(aqp->cm_id, 0, &aqp->laddr, &aqp->raddr,
+			    m->pdata, m->pdata_len)) {
+		/* As on loopback: no more events; the QP's error closes. */
+		lost = aqp->cm_id;
+		aqp->cm_id = NULL;
+		ropcie_qp_set_error(aqp);
+	}
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (lost)
+		lost->rem_ref(lost);
+	ropcie_creq_free(creq, false);
+}
+
+/**
+ * ropcie_cm_link_msg() - a CM message from the other host
+ * @x: the link's transport it came over
+ * @gen: the link's generation it came in
+ * @m: the message, checked by ropcie_wire_cm_decode()
+ *
+ * Context: the link's request consumer. Every id in @m is the other
+ * host's word: each is looked up here, and one that names nothing of
+ * this link and generation is answered or dropped, never followed.
+ */
+void ropcie_cm_link_msg(struct ropcie_xport *x, u32 gen,
+			const struct ropcie_wire_cm_msg *m)
+{
+	struct ropcie_creq *creq;
+	unsigned long flags;
+
+	switch (m->op) {
+	case ROPCIE_WIRE_CM_REQ:
+		ropcie_cm_link_req(x, gen, m);
+		break;
+	case ROPCIE_WIRE_CM_ACCEPT:
+		ropcie_cm_link_accepted(x, gen, m);
+		break;
+	case ROPCIE_WIRE_CM_REJECT:
+		spin_lock_irqsave(&ropcie_fabric_lock, flags);
+		creq = ropcie_cm_link_take(x, gen, m);
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		if (creq)
+			ropcie_creq_refuse(creq, -ECONNREFUSED, m->pdata,
+					   m->pdata_len, false);
+		break;
+	}
 }
 
 /**
  * ropcie_cm_close() - end the connection of a QP, if any
  * @qp: the QP that closes (or errors, or is destroyed)
  *
- * Unlinks both QPs, moves the peer to the error state (its worker
- * flushes it), and tells iw_cm: DISCONNECT and CLOSE on the peer's side,
- * CLOSE on ours. Idempotent.
+ * On this host: unlinks both QPs, moves the peer to the error state (its
+ * worker flushes it), and tells iw_cm: DISCONNECT and CLOSE on the
+ * peer's side, CLOSE on ours. Over a link: CLOSE on ours, and a CLOSE
+ * message to the other host, whose side does the same there. Idempotent.
  */
 void ropcie_cm_close(struct ropcie_qp *qp)
 {
@@ -446,6 +974,16 @@ void ropcie_cm_close(struct ropcie_qp *qp)
 	mine = qp->cm_id;
 	qp->peer = NULL;
 	qp->cm_id = NULL;
+	if (qp->lx.x && qp->lx.peer_conn) {
+		/* The queue owns the message, sent or not. */
+		if (qp->lx.close_msg)
+			ropcie_lx_close_queue(qp->lx.x, qp->lx.gen,
+					      qp->lx.close_msg, qp->lx.conn,
+					      qp->lx.peer_conn);
+		qp->lx.close_msg = NULL;
+		ropcie_lx_conn_del(qp->lx.x, qp->lx.conn);
+		qp->lx.x = NULL;
+	}
 	if (peer) {
 		theirs = peer->cm_id;
 		peer->peer = NULL;

@@ -76,6 +76,8 @@ static void ropcie_link_down(struct ropcie_link *link, const char *why)
 	link->down_reason = why;
 	atomic64_inc(&link->downs);
 	dev_info(link->hw->dev, "ropcie link down: %s\n", why);
+	/* No index of the transport moves once the new epoch is out. */
+	ropcie_xport_down(link);
 	ropcie_link_publish(link);
 	ropcie_link_ring(link);
 }
@@ -85,6 +87,7 @@ static void ropcie_link_up(struct ropcie_link *link)
 	lockdep_assert_held(&link->lock);
 	link->state = ROPCIE_LINK_UP;
 	atomic64_inc(&link->ups);
+	ropcie_xport_up(link);
 	dev_info(link->hw->dev, "ropcie link up: port %u, peer port %u\n",
 		 link->hw->port, link->hw->peer_port);
 	/* The peer may be waiting for our acknowledgment: tell it now. */
@@ -99,11 +102,15 @@ static void ropcie_link_beat(struct work_struct *work)
 	struct ropcie_wire_hdr *out = link->hw->out;
 	struct ropcie_wire_hdr in;
 	u64 peer_epoch = 0, peer_beat;
+	const char *why;
 	int ret;
 
 	mutex_lock(&link->lock);
 	if (link->stopping)
 		goto unlock;
+	why = xchg(&link->fail_reason, NULL);
+	if (why && link->state == ROPCIE_LINK_UP)
+		ropcie_link_down(link, why);
 	ropcie_link_snapshot(&in, link->hw->in, sizeof(in));
 	ret = ropcie_wire_hdr_check(&in, &link->gin);
 	if (ret == -EPROTO && link->peer_epoch)
@@ -136,6 +143,8 @@ static void ropcie_link_beat(struct work_struct *work)
 	    !time_after(jiffies, link->peer_beat_at + timeout))
 		ropcie_link_up(link);
 
+	/* The transport polls at each beat: a lost doorbell costs a beat. */
+	ropcie_xport_doorbell(link);
 	queue_delayed_work(system_wq, &link->beat_work,
 			   msecs_to_jiffies(ROPCIE_LINK_BEAT_MS));
 unlock:
@@ -153,6 +162,31 @@ void ropcie_link_db_event(struct ropcie_link *link)
 	unsigned long flags;
 
 	atomic64_inc(&link->doorbells);
+	spin_lock_irqsave(&link->db_lock, flags);
+	if (!link->stopping_db) {
+		ropcie_xport_doorbell(link);
+		/* The handshake waits for doorbells; the rings do not. */
+		if (READ_ONCE(link->state) != ROPCIE_LINK_UP)
+			mod_delayed_work(system_wq, &link->beat_work, 0);
+	}
+	spin_unlock_irqrestore(&link->db_lock, flags);
+}
+
+/**
+ * ropcie_link_fail() - the peer broke the protocol in the link's rings
+ * @link: the link
+ * @why: what it did, for down_reason (a string that lives for ever)
+ *
+ * Any context. The next beat, queued now, takes the link down: every
+ * connection over it ends, and the link comes up again with fresh rings
+ * if the peer still follows the handshake.
+ */
+void ropcie_link_fail(struct ropcie_link *link, const char *why)
+{
+	unsigned long flags;
+
+	atomic64_inc(&link->protocol_errors);
+	cmpxchg(&link->fail_reason, NULL, why);
 	spin_lock_irqsave(&link->db_lock, flags);
 	if (!link->stopping_db)
 		mod_delayed_work(system_wq, &link->beat_work, 0);
@@ -219,7 +253,14 @@ static ssize_t protocol_errors_show(struct kobject *kobj,
 			  atomic64_read(&to_link(kobj)->protocol_errors));
 }
 
+static ssize_t transport_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return ropcie_xport_show(to_link(kobj), buf);
+}
+
 static struct kobj_attribute ropcie_link_attr_state = __ATTR_RO(state);
+static struct kobj_attribute ropcie_link_attr_transport = __ATTR_RO(transport);
 static struct kobj_attribute ropcie_link_attr_down_reason =
 	__ATTR_RO(down_reason);
 static struct kobj_attribute ropcie_link_attr_port = __ATTR_RO(port);
@@ -241,6 +282,7 @@ static struct attribute *ropcie_link_attrs[] = {
 	&ropcie_link_attr_downs.attr,
 	&ropcie_link_attr_doorbells.attr,
 	&ropcie_link_attr_protocol_errors.attr,
+	&ropcie_link_attr_transport.attr,
 	NULL
 };
 ATTRIBUTE_GROUPS(ropcie_link);
@@ -306,6 +348,72 @@ static const struct file_operations ropcie_link_scribble_fops = {
 	.llseek = noop_llseek,
 };
 
+/*
+ * debugfs: ropcie/link-<device>/inject, "RING DESC [PAYLOAD]" (RING req
+ * or rsp, DESC 64 bytes in hex, PAYLOAD up to 4 KiB in hex): produce a
+ * descriptor of the writer's own bytes into the other host's ring, in
+ * order with the real traffic, as a buggy or malicious host would.
+ */
+static ssize_t ropcie_link_inject(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	u8 desc[ROPCIE_WIRE_DESC_SIZE], *payload = NULL;
+	struct ropcie_link *link = file->private_data;
+	char *buf, *word[3] = {}, *p;
+	size_t len = 0;
+	int ring, n = 0, ret;
+
+	if (count > 2 * (ROPCIE_SCRIBBLE_MAX + ROPCIE_WIRE_DESC_SIZE) + 32)
+		return -EINVAL;
+	buf = memdup_user_nul(ubuf, count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	p = strim(buf);
+	while (p && *p && n < 3) {
+		word[n++] = strsep(&p, " ");
+		p = p ? skip_spaces(p) : NULL;
+	}
+	ret = -EINVAL;
+	if (n < 2 || (p && *p))
+		goto out;
+	if (!strcmp(word[0], "req"))
+		ring = ROPCIE_WIRE_REQ;
+	else if (!strcmp(word[0], "rsp"))
+		ring = ROPCIE_WIRE_RSP;
+	else
+		goto out;
+	if (strlen(word[1]) != 2 * sizeof(desc) ||
+	    hex2bin(desc, word[1], sizeof(desc)))
+		goto out;
+	if (word[2]) {
+		len = strlen(word[2]);
+		if (!len || len % 2 || len > 2 * ROPCIE_SCRIBBLE_MAX)
+			goto out;
+		len /= 2;
+		payload = kmalloc(len, GFP_KERNEL);
+		ret = -ENOMEM;
+		if (!payload)
+			goto out;
+		ret = -EINVAL;
+		if (hex2bin(payload, word[2], len))
+			goto out;
+	}
+	ret = ropcie_xport_inject(link, ring, desc, payload, len);
+	if (!ret)
+		ret = count;
+out:
+	kfree(payload);
+	kfree(buf);
+	return ret;
+}
+
+static const struct file_operations ropcie_link_inject_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = ropcie_link_inject,
+	.llseek = noop_llseek,
+};
+
 static void ropcie_link_release(struct kobject *kobj)
 {
 	kfree(to_link(kobj));
@@ -350,10 +458,16 @@ struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
 	INIT_DELAYED_WORK(&link->beat_work, ropcie_link_beat);
 	link->state = ROPCIE_LINK_DOWN;
 	link->down_reason = "no peer yet";
+	ret = ropcie_xport_create(link);
+	if (ret) {
+		kfree(link);
+		return ERR_PTR(ret);
+	}
 
 	kobject_init(&link->kobj, &ropcie_link_ktype);
 	ret = kobject_add(&link->kobj, &hw->dev->kobj, "ropcie_link");
 	if (ret) {
+		ropcie_xport_destroy(link);
 		kobject_put(&link->kobj);
 		return ERR_PTR(ret);
 	}
@@ -364,6 +478,8 @@ struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
 	link->debugfs = debugfs_create_dir(name, ropcie_debugfs);
 	debugfs_create_file("scribble", 0200, link->debugfs, link,
 			    &ropcie_link_scribble_fops);
+	debugfs_create_file("inject", 0200, link->debugfs, link,
+			    &ropcie_link_inject_fops);
 	queue_delayed_work(system_wq, &link->beat_work, 0);
 	return link;
 }
@@ -396,6 +512,8 @@ void ropcie_link_unregister(struct ropcie_link *link)
 	ropcie_link_ring(link);
 	if (link->state == ROPCIE_LINK_UP)
 		dev_info(link->hw->dev, "ropcie link down: this host left\n");
+	/* Ends every connection over the link and waits for its users. */
+	ropcie_xport_destroy(link);
 	kobject_del(&link->kobj);
 	kobject_put(&link->kobj);
 }

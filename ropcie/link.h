@@ -26,6 +26,7 @@
 #define ROPCIE_LINK_BEAT_MS	250
 
 struct ropcie_link_hw;
+struct ropcie_xport;
 
 /**
  * struct ropcie_link_hw_ops - what the link core needs of the hardware
@@ -83,6 +84,9 @@ enum ropcie_link_state {
  * @stopping: unregister began: the beat does nothing more
  * @db_lock: orders doorbell events against unregister
  * @stopping_db: unregister began: doorbells queue no work
+ * @fail_reason: set by the transport when the peer broke the protocol
+ *	in its rings: the next beat takes the link down for it
+ * @xport: the transport over this link (link_transport.c)
  * @kobj: <hw->dev>/ropcie_link/ in sysfs; its release frees the link
  * @debugfs: ropcie/link-<device>/ in debugfs: the scribbler
  */
@@ -100,6 +104,8 @@ struct ropcie_link {
 	bool stopping;
 	spinlock_t db_lock;		/* stopping_db, in IRQ context too */
 	bool stopping_db;
+	const char *fail_reason;
+	struct ropcie_xport *xport;
 	struct kobject kobj;
 	struct dentry *debugfs;
 };
@@ -110,5 +116,16 @@ extern struct dentry *ropcie_debugfs;
 struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw);
 void ropcie_link_unregister(struct ropcie_link *link);
 void ropcie_link_db_event(struct ropcie_link *link);
+void ropcie_link_fail(struct ropcie_link *link, const char *why);
+
+/* link_transport.c: the transport's side of the link's life */
+int ropcie_xport_create(struct ropcie_link *link);
+void ropcie_xport_destroy(struct ropcie_link *link);
+void ropcie_xport_up(struct ropcie_link *link);
+void ropcie_xport_down(struct ropcie_link *link);
+void ropcie_xport_doorbell(struct ropcie_link *link);
+int ropcie_xport_show(struct ropcie_link *link, char *buf);
+int ropcie_xport_inject(struct ropcie_link *link, int ring, const void *desc,
+			const void *payload, size_t len);
 
 #endif /* ROPCIE_LINK_H */

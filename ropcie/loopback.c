@@ -55,4 +55,5 @@ const struct ropcie_transport_ops ropcie_loopback_transport = {
 	.name = "loopback",
 	.transfer = ropcie_lo_transfer,
 	.recv_posted = ropcie_lo_recv_posted,
+	.inline_exec = true,
 };

@@ -329,7 +329,6 @@ static int ropcie_newlink(const char *name, struct net_device *netdev)
 	}
 	ibdev = &dev->ibdev;
 	INIT_LIST_HEAD(&dev->list);
-	dev->transport = &ropcie_loopback_transport;
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&dev->mr_xa, XA_FLAGS_ALLOC1);
 
@@ -467,7 +466,7 @@ static int __init ropcie_init(void)
 		return ret;
 	}
 	rdma_link_register(&ropcie_link_ops);
-	pr_info("loaded (transport %s)\n", ropcie_loopback_transport.name);
+	pr_info("loaded\n");
 	return 0;
 }
 

@@ -368,6 +368,8 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	}
 
 	qp->dev = dev;
+	qp->transport = &ropcie_loopback_transport;
+	mutex_init(&qp->lx.wait_lock);
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->freed);
 	spin_lock_init(&qp->state_lock);
@@ -621,7 +623,8 @@ static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 	int i;
 
 	if (!max || wr->next || wr->opcode != IB_WR_RDMA_WRITE ||
-	    wr->num_sge > qp->max_send_sge || !in_task())
+	    wr->num_sge > qp->max_send_sge || !in_task() ||
+	    !READ_ONCE(qp->transport)->inline_exec)
 		return false;
 	for (i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
@@ -759,7 +762,7 @@ int ropcie_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		 */
 		smp_mb();
 		if (READ_ONCE(qp->rnr_wait))
-			qp->dev->transport->recv_posted(qp);
+			READ_ONCE(qp->transport)->recv_posted(qp);
 	}
 	return ret;
 }

@@ -2,7 +2,7 @@
 /*
  * ropcie requester: a SEND, WRITE or READ of a QP's send queue turned
  * into a request for the responder (struct ropcie_req) and the bytes
- * of its own SGEs, handed to the device's transport. The requester
+ * of its own SGEs, handed to the QP's transport. The requester
  * checks only its own memory; the target's is the responder's to check
  * (responder.c), on the host that owns it.
  */
@@ -43,6 +43,7 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 		.solicited = !!(sqe->send_flags & IB_SEND_SOLICITED),
 		.t_start = t_start,
 	};
+	const struct ropcie_transport_ops *transport;
 	struct ropcie_segs local;
 	enum ib_wc_status st;
 	int ret;
@@ -74,7 +75,8 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 		return 0;
 	}
 	req.len = local.total;
-	ret = qp->dev->transport->transfer(qp, &req, &local, may_sleep, &st);
+	transport = READ_ONCE(qp->transport);
+	ret = transport->transfer(qp, &req, &local, may_sleep, &st);
 	ropcie_segs_put(&local);
 	if (ret)
 		return ret;

@@ -2,7 +2,7 @@
 /*
  * ropcie: a software iWARP-style verbs provider whose queues are
  * circular buffers drained by one kthread per QP. A requester
- * (requester.c) hands each SEND, WRITE or READ to its device's transport
+ * (requester.c) hands each SEND, WRITE or READ to its QP's transport
  * (struct ropcie_transport_ops), which brings it to the responder of the
  * target QP (responder.c) on the host that owns the target's memory.
  */
@@ -19,6 +19,7 @@
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/refcount.h>
+#include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
@@ -26,6 +27,7 @@
 #include <rdma/iw_cm.h>
 
 #include "ring.h"
+#include "wire.h"
 
 #define ROPCIE_MAX_QP		1024
 #define ROPCIE_MAX_QP_WR	4096
@@ -39,10 +41,12 @@
 #define ROPCIE_MAX_IRD_ORD	128
 
 struct ropcie_transport_ops;
+struct ropcie_xport;
+struct ropcie_lx_wait;
+struct ropcie_lx_ctrl;
 
 struct ropcie_dev {
 	struct ib_device ibdev;
-	const struct ropcie_transport_ops *transport;
 	struct net_device *netdev;	/* held by ib_device_set_netdev() */
 	u8 gid[ETH_ALEN];
 	struct list_head list;		/* ropcie_devices, under its mutex */
@@ -117,9 +121,59 @@ struct ropcie_rqe {
 	struct ib_sge sge[ROPCIE_MAX_SGE];
 };
 
+/*
+ * A message received in fragments (over a link), kept by the transport
+ * between fragments for ropcie_respond_frag(). No reference is held.
+ */
+struct ropcie_inmsg {
+	u32 rq_tail;			/* SEND: the RQ's tail at its receive */
+	/*
+	 * A receive this fragment ended, completed by ropcie_respond_done()
+	 * once the transport answered the requester; the QP's rq_cons_lock
+	 * is held until then, so receives still complete in order.
+	 */
+	bool recv_done;
+	bool solicited;
+	enum ib_wc_status rst;
+	u64 wr_id;
+	u32 len, inv;
+};
+
+/**
+ * struct ropcie_qp_lx - a QP's connection over a link (link_transport.c)
+ * @x: the link's transport, or NULL. Under ropcie_fabric_lock, with
+ *	@gen, @conn, @peer_conn and @close_msg.
+ * @gen: the link's generation the connection belongs to
+ * @conn: this QP's id on the link
+ * @peer_conn: the peer QP's id on the link; 0 until it accepted
+ * @close_msg: the CLOSE to send when this side ends the connection
+ *	(allocated at connect, so that closing needs no allocation)
+ * @msn: the requester's next message number (the SQ's owner only)
+ * @wait_lock: @wait against the link's response consumer
+ * @wait: the request in flight, or NULL
+ * @in: the peer's message being received; @in_msn, @in_active and
+ *	@in_skip with it (the link's request consumer only)
+ * @in_msn: its number
+ * @in_active: a message is in progress
+ * @in_skip: it failed: drop its later fragments
+ */
+struct ropcie_qp_lx {
+	struct ropcie_xport *x;
+	u32 gen, conn, peer_conn;
+	struct ropcie_lx_ctrl *close_msg;
+	u32 msn;
+	struct mutex wait_lock;		/* see above */
+	struct ropcie_lx_wait *wait;
+	struct ropcie_inmsg in;
+	u32 in_msn;
+	bool in_active, in_skip;
+};
+
 struct ropcie_qp {
 	struct ib_qp ibqp;
 	struct ropcie_dev *dev;
+	/* How its requests reach the peer: set before the QP enters RTS. */
+	const struct ropcie_transport_ops *transport;
 	refcount_t ref;			/* owner + iw_cm + peer + lookups */
 	struct completion freed;
 
@@ -167,6 +221,7 @@ struct ropcie_qp {
 	struct ropcie_qp *peer;
 	struct iw_cm_id *cm_id;
 	struct sockaddr_storage laddr, raddr;
+	struct ropcie_qp_lx lx;		/* a connection over a link */
 };
 
 #define ROPCIE_SQ_FREE		0
@@ -331,6 +386,9 @@ void ropcie_segs_put(struct ropcie_segs *s);
 bool ropcie_copy(const struct ropcie_seg *dst, u32 nd,
 		 const struct ropcie_seg *src, u32 ns, u64 len,
 		 bool may_sleep);
+bool ropcie_copy_at(const struct ropcie_seg *dst, u32 nd, u64 doff,
+		    const struct ropcie_seg *src, u32 ns, u64 soff, u64 len,
+		    bool may_sleep);
 
 /*
  * What a requester asks of the responder: no pointer into either host's
@@ -359,6 +417,11 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 int ropcie_respond(struct ropcie_qp *tqp, const struct ropcie_req *req,
 		   const struct ropcie_segs *data, bool may_sleep,
 		   enum ib_wc_status *status);
+int ropcie_respond_frag(struct ropcie_qp *tqp, const struct ropcie_req *req,
+			struct ropcie_inmsg *in, u64 off,
+			const struct ropcie_segs *data, bool last,
+			bool may_sleep, enum ib_wc_status *status);
+void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in);
 
 /**
  * struct ropcie_transport_ops - how requests reach the target QP
@@ -370,6 +433,9 @@ int ropcie_respond(struct ropcie_qp *tqp, const struct ropcie_req *req,
  *	@may_sleep is false in the poster's context (an inline WRITE).
  * @recv_posted: @qp got a receive while a SEND of its peer waited for
  *	one (ropcie_respond() returned -EAGAIN): let the peer try again.
+ *	Any context.
+ * @inline_exec: @transfer may run in the poster's context (it never
+ *	waits), so a small WRITE may skip the worker
  *
  * The semantics of the verbs are the requester's and the responder's;
  * a transport only moves requests, verdicts and bytes.
@@ -380,10 +446,50 @@ struct ropcie_transport_ops {
 			const struct ropcie_segs *local, bool may_sleep,
 			enum ib_wc_status *status);
 	void (*recv_posted)(struct ropcie_qp *qp);
+	bool inline_exec;
 };
 
 /* loopback.c */
 extern const struct ropcie_transport_ops ropcie_loopback_transport;
+
+/* link_transport.c: connections to the QPs of the host across a link */
+extern const struct ropcie_transport_ops ropcie_link_transport;
+extern struct rw_semaphore ropcie_lx_life;
+
+/**
+ * struct ropcie_lx_tx - a slot of the peer's window being produced
+ * @x: the link's transport
+ * @ring: which ring
+ * @gen: the link generation it is produced in
+ * @idx: its ring index
+ * @data: its payload slot in the peer's window
+ */
+struct ropcie_lx_tx {
+	struct ropcie_xport *x;
+	int ring;
+	u32 gen;
+	u32 idx;
+	void *data;
+};
+
+struct ropcie_xport *ropcie_lx_pick(u32 *gen);
+bool ropcie_lx_alive(const struct ropcie_xport *x, u32 gen);
+int ropcie_lx_conn_add(struct ropcie_xport *x, u32 gen, struct ropcie_qp *qp,
+		       u32 *conn);
+void ropcie_lx_conn_del(struct ropcie_xport *x, u32 conn);
+int ropcie_lx_cm_begin(struct ropcie_xport *x, u32 gen,
+		       struct ropcie_lx_tx *tx);
+int ropcie_lx_cm_commit(struct ropcie_lx_tx *tx,
+			const struct ropcie_wire_cm_msg *cm);
+void ropcie_lx_cm_abort(struct ropcie_lx_tx *tx);
+int ropcie_lx_cm_send(struct ropcie_xport *x, u32 gen,
+		      const struct ropcie_wire_cm_msg *cm);
+struct ropcie_lx_ctrl *ropcie_lx_ctrl_alloc(gfp_t gfp);
+void ropcie_lx_ctrl_queue(struct ropcie_xport *x, u32 gen,
+			  struct ropcie_lx_ctrl *msg,
+			  const struct ropcie_wire_cm_msg *cm);
+void ropcie_lx_close_queue(struct ropcie_xport *x, u32 gen,
+			   struct ropcie_lx_ctrl *msg, u32 conn, u32 peer_conn);
 
 /* ivshmem.c: the PCI link of QEMU's ivshmem-doorbell */
 extern struct pci_driver ropcie_ivshmem_driver;
@@ -399,5 +505,9 @@ void ropcie_cm_close(struct ropcie_qp *qp);
 int ropcie_cm_init(void);
 void ropcie_cm_exit(void);
 void ropcie_cm_remove_device(struct ropcie_dev *dev);
+void ropcie_cm_link_msg(struct ropcie_xport *x, u32 gen,
+			const struct ropcie_wire_cm_msg *m);
+void ropcie_cm_link_down(struct ropcie_xport *x);
+void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp);
 
 #endif /* ROPCIE_H */

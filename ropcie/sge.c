@@ -119,25 +119,44 @@ static void ropcie_cursor_advance(struct ropcie_cursor *c, u64 len)
  */
 #define ROPCIE_COPY_CHUNK	SZ_64K
 
+/* Move a fresh cursor @off bytes in. Return: false past the end. */
+static bool ropcie_cursor_skip(struct ropcie_cursor *c, u64 off)
+{
+	while (off && c->i < c->n) {
+		u64 step = min(off, c->seg[c->i].len - c->off);
+
+		ropcie_cursor_advance(c, step);
+		off -= step;
+	}
+	return !off;
+}
+
 /**
- * ropcie_copy() - copy bytes between two segment lists
+ * ropcie_copy_at() - copy bytes between two segment lists, at offsets
  * @dst: the sink's segments
  * @nd: how many
+ * @doff: where in the sink the bytes go
  * @src: the source's segments
  * @ns: how many
+ * @soff: where in the source they come from
  * @len: bytes to copy; both lists were checked to hold them
  * @may_sleep: reschedule between chunks
  *
- * Return: false if a range did not translate (an MR changed under us):
- * the work request fails.
+ * A message that crosses a link arrives in fragments: each lands at its
+ * offset in the sink.
+ *
+ * Return: false if a range did not translate (an MR changed under us)
+ * or lies outside a list: the work request fails.
  */
-bool ropcie_copy(const struct ropcie_seg *dst, u32 nd,
-		 const struct ropcie_seg *src, u32 ns, u64 len,
-		 bool may_sleep)
+bool ropcie_copy_at(const struct ropcie_seg *dst, u32 nd, u64 doff,
+		    const struct ropcie_seg *src, u32 ns, u64 soff, u64 len,
+		    bool may_sleep)
 {
 	struct ropcie_cursor d = { .seg = dst, .n = nd };
 	struct ropcie_cursor s = { .seg = src, .n = ns };
 
+	if (!ropcie_cursor_skip(&d, doff) || !ropcie_cursor_skip(&s, soff))
+		return false;
 	while (len && d.i < d.n && s.i < s.n) {
 		u64 dc, sc, chunk;
 		void *dva = ropcie_cursor_va(&d, &dc);
@@ -157,4 +176,23 @@ bool ropcie_copy(const struct ropcie_seg *dst, u32 nd,
 		len -= chunk;
 	}
 	return !len;
+}
+
+/**
+ * ropcie_copy() - copy bytes between two segment lists
+ * @dst: the sink's segments
+ * @nd: how many
+ * @src: the source's segments
+ * @ns: how many
+ * @len: bytes to copy; both lists were checked to hold them
+ * @may_sleep: reschedule between chunks
+ *
+ * Return: false if a range did not translate (an MR changed under us):
+ * the work request fails.
+ */
+bool ropcie_copy(const struct ropcie_seg *dst, u32 nd,
+		 const struct ropcie_seg *src, u32 ns, u64 len,
+		 bool may_sleep)
+{
+	return ropcie_copy_at(dst, nd, 0, src, ns, 0, len, may_sleep);
 }

@@ -147,6 +147,7 @@ static int ropcie_wire_type_ring(u8 type)
 	case ROPCIE_WIRE_ACK:
 	case ROPCIE_WIRE_READ_DATA:
 	case ROPCIE_WIRE_RNR:
+	case ROPCIE_WIRE_CLOSE:
 		return ROPCIE_WIRE_RSP;
 	default:
 		return -1;
@@ -238,6 +239,11 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 		    m->flags != (ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST))
 			goto bad;
 		break;
+	case ROPCIE_WIRE_CLOSE:
+		/* Names both ends of a connection. */
+		if (!m->dst_qpn || !m->src_qpn || m->msn)
+			goto bad;
+		fallthrough;
 	case ROPCIE_WIRE_RECV_POSTED:
 	case ROPCIE_WIRE_ACK:
 	case ROPCIE_WIRE_RNR:
@@ -246,6 +252,109 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 			goto bad;
 		break;
 	}
+	return 0;
+bad:
+	memset(m, 0, sizeof(*m));
+	return -EINVAL;
+}
+
+/**
+ * ropcie_wire_cm_encode() - a connection management message for the peer
+ * @w: the payload in host memory, copied to the window by the caller
+ * @m: what it says
+ */
+void ropcie_wire_cm_encode(struct ropcie_wire_cm *w,
+			   const struct ropcie_wire_cm_msg *m)
+{
+	memset(w, 0, sizeof(*w));
+	w->op = m->op;
+	w->family = m->family;
+	w->pdata_len = m->pdata_len;
+	w->creq = cpu_to_le32(m->creq);
+	w->conn = cpu_to_le32(m->conn);
+	w->peer_conn = cpu_to_le32(m->peer_conn);
+	w->ird = cpu_to_le32(m->ird);
+	w->ord = cpu_to_le32(m->ord);
+	w->src_port = cpu_to_be16(m->src_port);
+	w->dst_port = cpu_to_be16(m->dst_port);
+	memcpy(w->src_addr, m->src_addr, sizeof(w->src_addr));
+	memcpy(w->dst_addr, m->dst_addr, sizeof(w->dst_addr));
+	memcpy(w->pdata, m->pdata, min_t(u32, m->pdata_len,
+					 ROPCIE_WIRE_PDATA_MAX));
+}
+
+static bool ropcie_wire_zero(const u8 *p, size_t n)
+{
+	return !memchr_inv(p, 0, n);
+}
+
+/**
+ * ropcie_wire_cm_decode() - check a connection management message
+ * @w: a copy of the payload, taken once from the window
+ * @len: the payload length its descriptor gave
+ * @m: filled on success
+ *
+ * Checks the length, the operation, and that each operation carries
+ * exactly the fields it uses: ids where they belong and never 0 there,
+ * 0 elsewhere; an address family and addresses only in a request, an
+ * IPv4 address with nothing after its four bytes; no private data
+ * beyond pdata_len. What the ids name is checked by the
+ * receiver's connection manager.
+ *
+ * Return: 0, or -EINVAL for a message no correct peer sends.
+ */
+int ropcie_wire_cm_decode(const struct ropcie_wire_cm *w, u32 len,
+			  struct ropcie_wire_cm_msg *m)
+{
+	bool req, rej;
+
+	memset(m, 0, sizeof(*m));
+	if (len != sizeof(*w) || w->reserved0 || w->reserved1)
+		goto bad;
+	if (w->op < ROPCIE_WIRE_CM_REQ || w->op > ROPCIE_WIRE_CM_REJECT)
+		goto bad;
+	m->op = w->op;
+	m->family = w->family;
+	m->pdata_len = w->pdata_len;
+	m->creq = le32_to_cpu(w->creq);
+	m->conn = le32_to_cpu(w->conn);
+	m->peer_conn = le32_to_cpu(w->peer_conn);
+	m->ird = le32_to_cpu(w->ird);
+	m->ord = le32_to_cpu(w->ord);
+	m->src_port = be16_to_cpu(w->src_port);
+	m->dst_port = be16_to_cpu(w->dst_port);
+	req = m->op == ROPCIE_WIRE_CM_REQ;
+	rej = m->op == ROPCIE_WIRE_CM_REJECT;
+
+	if (m->conn > ROPCIE_WIRE_MAX_QPN || m->peer_conn > ROPCIE_WIRE_MAX_QPN)
+		goto bad;
+	/* Who names which QP: see struct ropcie_wire_cm. */
+	if (!m->conn != rej || !m->peer_conn != req || !m->creq)
+		goto bad;
+	if (m->pdata_len > ROPCIE_WIRE_PDATA_MAX ||
+	    !ropcie_wire_zero(w->pdata + m->pdata_len,
+			      sizeof(w->pdata) - m->pdata_len))
+		goto bad;
+	if (!req) {
+		if (m->family || m->ird || m->ord || m->src_port ||
+		    m->dst_port || !ropcie_wire_zero(w->src_addr, 16) ||
+		    !ropcie_wire_zero(w->dst_addr, 16))
+			goto bad;
+	} else {
+		size_t alen = m->family == ROPCIE_WIRE_INET ? 4 : 16;
+
+		if (m->family != ROPCIE_WIRE_INET &&
+		    m->family != ROPCIE_WIRE_INET6)
+			goto bad;
+		if (!ropcie_wire_zero(w->src_addr + alen, 16 - alen) ||
+		    !ropcie_wire_zero(w->dst_addr + alen, 16 - alen))
+			goto bad;
+		if (m->ird > ROPCIE_WIRE_MAX_ORD || m->ord > ROPCIE_WIRE_MAX_ORD)
+			goto bad;
+		memcpy(m->src_addr, w->src_addr, 16);
+		memcpy(m->dst_addr, w->dst_addr, 16);
+	}
+	memcpy(m->pdata, w->pdata, m->pdata_len);
 	return 0;
 bad:
 	memset(m, 0, sizeof(*m));

@@ -66,6 +66,12 @@ enum ropcie_wire_type {
 	ROPCIE_WIRE_ACK = 16,	/* the verdict on message msn: status */
 	ROPCIE_WIRE_READ_DATA,	/* payload: a fragment of READ msn's data */
 	ROPCIE_WIRE_RNR,	/* SEND msn found no receive: wait, resend */
+	/*
+	 * The connection dst_qpn, src_qpn ends. In the response ring, so
+	 * that it never overtakes a response sent before it: a requester
+	 * learns the fate of everything the peer answered first.
+	 */
+	ROPCIE_WIRE_CLOSE,
 };
 
 /* Descriptor flags. */
@@ -98,6 +104,14 @@ enum ropcie_wire_type {
  * @prod: how many entries the writer produced into this window's rings
  * @cons: how many entries the writer consumed from the rings of the
  *	reader's window (which the reader produced)
+ * @rx_sleep: nonzero while the writer's consumer of ring r (of the
+ *	entries the reader produces) sleeps: the reader rings after it
+ *	produced
+ * @tx_want: nonzero while the writer's producer into ring r of this
+ *	window waits for room: the consumer rings when it frees a slot
+ *
+ * The last two are hints: a peer that lies about them only loses its
+ * own doorbells, and every side polls at each heartbeat anyway.
  */
 struct ropcie_wire_hdr {
 	__le32 magic;
@@ -110,6 +124,8 @@ struct ropcie_wire_hdr {
 	__le64 heartbeat;
 	__le32 prod[ROPCIE_WIRE_NR_RINGS];
 	__le32 cons[ROPCIE_WIRE_NR_RINGS];
+	__le32 rx_sleep[ROPCIE_WIRE_NR_RINGS];
+	__le32 tx_want[ROPCIE_WIRE_NR_RINGS];
 };
 
 /**
@@ -187,5 +203,81 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 			    enum ropcie_wire_ring ring,
 			    const struct ropcie_wire_geom *g,
 			    struct ropcie_wire_msg *m);
+
+/*
+ * Connection management: the payload of a ROPCIE_WIRE_CM descriptor, one
+ * struct ropcie_wire_cm. A connection is known on the link by the two
+ * hosts' ids of its QPs ("conn", at most ROPCIE_WIRE_MAX_QPN, never 0),
+ * which data descriptors carry in dst_qpn and src_qpn.
+ */
+enum ropcie_wire_cm_op {
+	ROPCIE_WIRE_CM_REQ = 1,	/* connect to the listener at dst */
+	ROPCIE_WIRE_CM_ACCEPT,	/* request creq accepted, by QP conn */
+	ROPCIE_WIRE_CM_REJECT,	/* request creq refused */
+};
+
+#define ROPCIE_WIRE_PDATA_MAX	255	/* iw_cm's private data: u8 length */
+#define ROPCIE_WIRE_MAX_ORD	128	/* as ROPCIE_MAX_IRD_ORD */
+#define ROPCIE_WIRE_INET	4	/* family: IPv4, in src_addr[0..3] */
+#define ROPCIE_WIRE_INET6	6
+
+/**
+ * struct ropcie_wire_cm - a connection management message
+ * @op: enum ropcie_wire_cm_op
+ * @family: REQ: ROPCIE_WIRE_INET or ROPCIE_WIRE_INET6; else 0
+ * @pdata_len: bytes of @pdata used
+ * @reserved0: 0
+ * @creq: REQ: the requester's id of the request; ACCEPT and REJECT echo
+ *	it
+ * @conn: the sender's id of its QP (REQ, ACCEPT; REJECT: 0)
+ * @peer_conn: the receiver's id of its QP (ACCEPT, REJECT; REQ: 0)
+ * @ird: REQ: inbound READs the requester takes at once
+ * @ord: REQ: outbound READs it issues at once
+ * @src_port: REQ: the requester's port, network order
+ * @dst_port: REQ: the listener's port, network order
+ * @reserved1: 0
+ * @src_addr: REQ: the requester's address
+ * @dst_addr: REQ: the listener's address
+ * @pdata: private data
+ *
+ * A connection ends with a ROPCIE_WIRE_CLOSE descriptor in the response
+ * ring, not a CM message.
+ */
+struct ropcie_wire_cm {
+	u8 op;
+	u8 family;
+	u8 pdata_len;
+	u8 reserved0;
+	__le32 creq;
+	__le32 conn;
+	__le32 peer_conn;
+	__le32 ird;
+	__le32 ord;
+	__be16 src_port;
+	__be16 dst_port;
+	__le32 reserved1;
+	u8 src_addr[16];
+	u8 dst_addr[16];
+	u8 pdata[ROPCIE_WIRE_PDATA_MAX + 1];
+};
+
+static_assert(sizeof(struct ropcie_wire_cm) == 320);
+
+/* A connection management message in host order, checked. */
+struct ropcie_wire_cm_msg {
+	enum ropcie_wire_cm_op op;
+	u8 family;
+	u8 pdata_len;
+	u32 creq, conn, peer_conn;
+	u32 ird, ord;
+	u16 src_port, dst_port;		/* host order */
+	u8 src_addr[16], dst_addr[16];
+	u8 pdata[ROPCIE_WIRE_PDATA_MAX];
+};
+
+void ropcie_wire_cm_encode(struct ropcie_wire_cm *w,
+			   const struct ropcie_wire_cm_msg *m);
+int ropcie_wire_cm_decode(const struct ropcie_wire_cm *w, u32 len,
+			  struct ropcie_wire_cm_msg *m);
 
 #endif /* ROPCIE_WIRE_H */

@@ -1,0 +1,1432 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie link transport: connections between the QPs of two hosts over
+ * a ropcie link (link.h), in the rings of the link protocol (wire.h).
+ *
+ * Each host produces into the peer's inbound window and consumes its
+ * own. Requests (SEND, WRITE and READ fragments, connection management,
+ * RECV_POSTED) go into the request ring; verdicts and READ data come back
+ * in the response ring. Two kthreads per link consume: one the requests,
+ * as the responder of the QPs they name (responder.c decides everything
+ * about the target's memory, here as on loopback), one the responses,
+ * which it hands to the waiting requester. The response consumer never
+ * waits for anything, and the request consumer waits only for room in
+ * the peer's response ring, so the two hosts cannot wait on each other
+ * in a circle.
+ *
+ * A requester (a QP's worker) has one message in flight: it writes the
+ * fragments of a SEND or WRITE into the peer's request ring, a slot each,
+ * and waits for the verdict. Every descriptor and index the peer wrote
+ * is copied out once and checked (wire.c) before use; what it names (a
+ * connection, a key, a range) is checked by its owner here. A peer that
+ * breaks the protocol takes the link down (every connection over it
+ * fails, the link comes back with fresh rings); one that stops
+ * answering a request for request_timeout fails that request's QP.
+ *
+ * The link's generation changes whenever it goes down: a connection,
+ * a slot or an index of an older generation is never used again.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/jiffies.h>
+#include <linux/kthread.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <asm/byteorder.h>
+
+#include "ropcie.h"
+#include "link.h"
+
+/* Descriptors of a QP's connection on the link: marks in xport.conns. */
+#define ROPCIE_LX_NOTIFY	XA_MARK_1	/* send RECV_POSTED */
+
+/* Links whose transport may carry a new connection, under the fabric lock. */
+static LIST_HEAD(ropcie_xports);
+
+/*
+ * Held for reading by whoever uses a transport outside the fabric lock
+ * (a requester, connect, accept); for writing by the link's teardown
+ * before it frees the transport.
+ */
+DECLARE_RWSEM(ropcie_lx_life);
+
+/**
+ * struct ropcie_xport - the transport over one link
+ * @link: the link
+ * @list: in ropcie_xports
+ * @lock: @up, @gen, @peer_epoch, and the transport's fields of the
+ *	header of the peer's window (prod, cons, rx_sleep, tx_want)
+ * @up: the link is up: the rings may be used
+ * @gen: the link's generation: changes when it goes down. @up and @gen
+ *	change under the fabric lock too, so the connection manager sees
+ *	them stable.
+ * @peer_epoch: the peer's epoch in this generation
+ * @tx_lock: the producers of each ring of the peer's window
+ * @prod: the next index to produce, in generation @tx_gen
+ * @tx_gen: the generation @prod counts in
+ * @tx_wq: producers waiting for room
+ * @rx: the consumers of the two inbound rings
+ * @rx_wq: where they sleep
+ * @rx_events: bumped by each doorbell and beat
+ * @conns: connection (QP) id on the link -> QP, held
+ * @ctrl: control messages to send (struct ropcie_lx_ctrl), under @lock
+ * @ctrl_work: sends them, and the RECV_POSTED notices
+ * @dead: the link is going away: no more up
+ * @stats: descriptors produced and consumed, doorbells rung
+ */
+struct ropcie_xport {
+	struct ropcie_link *link;
+	struct list_head list;
+	spinlock_t lock;		/* see above */
+	bool up;
+	u32 gen;
+	u64 peer_epoch;
+	struct mutex tx_lock[ROPCIE_WIRE_NR_RINGS];	/* see above */
+	u32 prod[ROPCIE_WIRE_NR_RINGS];
+	u32 tx_gen[ROPCIE_WIRE_NR_RINGS];
+	wait_queue_head_t tx_wq;
+	struct ropcie_lx_rx {
+		struct ropcie_xport *x;
+		enum ropcie_wire_ring ring;
+		struct task_struct *task;
+	} rx[ROPCIE_WIRE_NR_RINGS];
+	wait_queue_head_t rx_wq;
+	atomic_t rx_events;
+	struct xarray conns;
+	struct list_head ctrl;
+	struct work_struct ctrl_work;
+	bool dead;
+	struct {
+		atomic64_t tx, rx, db;
+	} stats;
+};
+
+/*
+ * A control message waiting to be sent: a CM message (REJECT) in the
+ * request ring, or the CLOSE of connection conn, peer_conn in the
+ * response ring.
+ */
+struct ropcie_lx_ctrl {
+	struct list_head list;
+	u32 gen;
+	bool close;
+	u32 conn, peer_conn;
+	struct ropcie_wire_cm_msg cm;
+};
+
+/**
+ * struct ropcie_lx_wait - a requester's message in flight
+ * @msn: its number
+ * @read: a READ: the response carries data into @sink
+ * @sink: the READ's sink, held by the requester while it waits
+ * @len: bytes of the message
+ * @next: a READ: where the next fragment of data goes
+ * @progress: bumped by every response: the requester's timeout
+ *	counts from the last one
+ * @done: the verdict is in @status (or @rnr)
+ * @rnr: a SEND found no receive: send it again once one is posted
+ * @status: the verdict
+ */
+struct ropcie_lx_wait {
+	u32 msn;
+	bool read;
+	const struct ropcie_segs *sink;
+	u64 len, next;
+	unsigned long progress;
+	bool done, rnr;
+	enum ib_wc_status status;
+};
+
+/* A request without an answer for this long fails its QP. */
+static unsigned long ropcie_lx_request_timeout(void)
+{
+	return msecs_to_jiffies(4 * READ_ONCE(ropcie_link_timeout_ms));
+}
+
+static void *ropcie_lx_desc(void *win, const struct ropcie_wire_geom *g,
+			    int ring, u32 idx)
+{
+	return win + g->desc_off[ring] +
+	       (size_t)(idx % g->nslots) * ROPCIE_WIRE_DESC_SIZE;
+}
+
+static void *ropcie_lx_data(void *win, const struct ropcie_wire_geom *g,
+			    int ring, u32 idx)
+{
+	return win + g->data_off[ring] + (size_t)(idx % g->nslots) * g->slot_size;
+}
+
+static struct ropcie_wire_hdr *ropcie_lx_out(struct ropcie_xport *x)
+{
+	return x->link->hw->out;
+}
+
+static const struct ropcie_wire_hdr *ropcie_lx_in(struct ropcie_xport *x)
+{
+	return x->link->hw->in;
+}
+
+/**
+ * ropcie_lx_alive() - may generation @gen of @x still be used?
+ * @x: a transport
+ * @gen: a generation
+ *
+ * Context: under the fabric lock, for an answer that stays true.
+ */
+bool ropcie_lx_alive(const struct ropcie_xport *x, u32 gen)
+{
+	return READ_ONCE(x->up) && READ_ONCE(x->gen) == gen;
+}
+
+static bool ropcie_lx_alive_locked(struct ropcie_xport *x, u32 gen,
+				   unsigned long *flags)
+{
+	spin_lock_irqsave(&x->lock, *flags);
+	if (x->up && x->gen == gen)
+		return true;
+	spin_unlock_irqrestore(&x->lock, *flags);
+	return false;
+}
+
+static void ropcie_lx_ring_peer(struct ropcie_xport *x)
+{
+	atomic64_inc(&x->stats.db);
+	x->link->hw->ops->peer_db_set(x->link->hw);
+}
+
+/*
+ * Read a ring index the peer wrote in this host's inbound header, in
+ * the generation's epoch: -EAGAIN when the peer is starting over (the
+ * link core notices at its next beat).
+ */
+static int ropcie_lx_peer_index(struct ropcie_xport *x, const __le32 *field,
+				u32 *val)
+{
+	const struct ropcie_wire_hdr *in = ropcie_lx_in(x);
+	u64 e1, e2;
+
+	e1 = le64_to_cpu(READ_ONCE(in->epoch));
+	smp_rmb();	/* the epoch, then the index, then the epoch again */
+	*val = le32_to_cpu(READ_ONCE(*field));
+	smp_rmb();	/* pairs with the wmb()s of ropcie_link_publish() */
+	e2 = le64_to_cpu(READ_ONCE(in->epoch));
+	return e1 == e2 && e1 == READ_ONCE(x->peer_epoch) ? 0 : -EAGAIN;
+}
+
+/* Write one of the transport's header fields, in generation @gen only. */
+static void ropcie_lx_set_hdr(struct ropcie_xport *x, u32 gen, __le32 *field,
+			      u32 val)
+{
+	unsigned long flags;
+
+	if (ropcie_lx_alive_locked(x, gen, &flags)) {
+		WRITE_ONCE(*field, cpu_to_le32(val));
+		spin_unlock_irqrestore(&x->lock, flags);
+	}
+}
+
+/* Room in the peer's ring? 1 yes, 0 no, <0 the peer broke the ring. */
+static int ropcie_lx_room(struct ropcie_xport *x, int ring)
+{
+	u32 cons, n;
+
+	if (ropcie_lx_peer_index(x, &ropcie_lx_in(x)->cons[ring], &cons))
+		return 0;
+	if (ropcie_wire_ring_count(x->prod[ring], cons, x->link->gout.nslots,
+				   &n)) {
+		ropcie_link_fail(x->link, "the peer's consumer index is out of its ring");
+		return -EPROTO;
+	}
+	return n < x->link->gout.nslots;
+}
+
+static bool ropcie_lx_tx_ready(struct ropcie_xport *x, int ring, u32 gen,
+			       int *room)
+{
+	if (!READ_ONCE(x->up) || READ_ONCE(x->gen) != gen)
+		return true;
+	*room = ropcie_lx_room(x, ring);
+	return *room != 0;
+}
+
+/**
+ * ropcie_lx_tx_begin() - take the next slot of a ring of the peer's window
+ * @x: the transport
+ * @ring: which ring
+ * @gen: the generation to produce in
+ * @tx: filled on success
+ *
+ * Waits for room; the peer's consumer rings when it frees a slot (or the
+ * next beat wakes us). Context: task; sleeps.
+ *
+ * Return: 0 with the ring's producer lock held (ropcie_lx_tx_commit() or
+ * ropcie_lx_tx_abort()), -ENOTCONN when the link is down or in another
+ * generation, -ETIMEDOUT when the peer freed no slot for the request
+ * timeout (the link is failed), -EPROTO when it broke the ring.
+ */
+static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
+			      struct ropcie_lx_tx *tx)
+{
+	unsigned long flags, deadline = jiffies + ropcie_lx_request_timeout();
+	int room = 0;
+
+	mutex_lock(&x->tx_lock[ring]);
+	for (;;) {
+		if (!ropcie_lx_alive_locked(x, gen, &flags))
+			goto down;
+		if (x->tx_gen[ring] != gen) {
+			x->tx_gen[ring] = gen;
+			x->prod[ring] = 0;
+		}
+		spin_unlock_irqrestore(&x->lock, flags);
+		room = ropcie_lx_room(x, ring);
+		if (room < 0)
+			goto fail;
+		if (room)
+			break;
+		/* Tell the peer's consumer, then look again: Dekker. */
+		ropcie_lx_set_hdr(x, gen, &ropcie_lx_out(x)->tx_want[ring], 1);
+		smp_mb();	/* want, then cons; the consumer: cons, then want */
+		wait_event_timeout(x->tx_wq, ropcie_lx_tx_ready(x, ring, gen, &room),
+				   msecs_to_jiffies(ROPCIE_LINK_BEAT_MS));
+		ropcie_lx_set_hdr(x, gen, &ropcie_lx_out(x)->tx_want[ring], 0);
+		if (room < 0)
+			goto fail;
+		if (time_after(jiffies, deadline)) {
+			ropcie_link_fail(x->link, "the peer consumes no more");
+			mutex_unlock(&x->tx_lock[ring]);
+			return -ETIMEDOUT;
+		}
+	}
+	tx->x = x;
+	tx->ring = ring;
+	tx->gen = gen;
+	tx->idx = x->prod[ring];
+	tx->data = ropcie_lx_data(x->link->hw->out, &x->link->gout, ring,
+				  tx->idx);
+	return 0;
+down:
+	mutex_unlock(&x->tx_lock[ring]);
+	return -ENOTCONN;
+fail:
+	mutex_unlock(&x->tx_lock[ring]);
+	return -EPROTO;
+}
+
+static void ropcie_lx_tx_abort(struct ropcie_lx_tx *tx)
+{
+	mutex_unlock(&tx->x->tx_lock[tx->ring]);
+}
+
+/**
+ * ropcie_lx_tx_commit() - produce the slot taken by ropcie_lx_tx_begin()
+ * @tx: the slot, its payload written
+ * @m: its descriptor
+ *
+ * Return: 0, or -ENOTCONN when the link went down meanwhile (nothing
+ * was produced).
+ */
+static int ropcie_lx_tx_commit(struct ropcie_lx_tx *tx,
+			       const struct ropcie_wire_msg *m)
+{
+	struct ropcie_xport *x = tx->x;
+	struct ropcie_wire_hdr *out = ropcie_lx_out(x);
+	const struct ropcie_wire_hdr *in = ropcie_lx_in(x);
+	struct ropcie_wire_desc d;
+	unsigned long flags;
+	bool ok;
+
+	ropcie_wire_desc_encode(&d, m);
+	memcpy(ropcie_lx_desc(out, &x->link->gout, tx->ring, tx->idx), &d,
+	       sizeof(d));
+	/* The payload and the descriptor, then the index that shows them. */
+	wmb();
+	ok = ropcie_lx_alive_locked(x, tx->gen, &flags);
+	if (ok) {
+		x->prod[tx->ring] = tx->idx + 1;
+		WRITE_ONCE(out->prod[tx->ring], cpu_to_le32(tx->idx + 1));
+		spin_unlock_irqrestore(&x->lock, flags);
+	}
+	mutex_unlock(&x->tx_lock[tx->ring]);
+	if (!ok)
+		return -ENOTCONN;
+	atomic64_inc(&x->stats.tx);
+	/* The index, then the peer's sleep flag: Dekker, see the consumer. */
+	smp_mb();
+	if (READ_ONCE(in->rx_sleep[tx->ring]))
+		ropcie_lx_ring_peer(x);
+	return 0;
+}
+
+/* A response without payload: ACK or RNR for message @msn. */
+static void ropcie_lx_answer(struct ropcie_xport *x, u32 gen,
+			     enum ropcie_wire_type type, u32 dst, u32 src,
+			     u32 msn, enum ib_wc_status status)
+{
+	struct ropcie_wire_msg m = {
+		.type = type,
+		.status = status,
+		.dst_qpn = dst,
+		.src_qpn = src,
+		.msn = msn,
+	};
+	struct ropcie_lx_tx tx;
+
+	if (!ropcie_lx_tx_begin(x, ROPCIE_WIRE_RSP, gen, &tx))
+		ropcie_lx_tx_commit(&tx, &m);
+}
+
+/* --- connections -------------------------------------------------------- */
+
+/**
+ * ropcie_lx_pick() - a link to reach the other host through
+ * @gen: its current generation, when one is returned
+ *
+ * The first link that is up: a host has one PCI link today.
+ * Context: under the fabric lock, holding ropcie_lx_life for reading.
+ */
+struct ropcie_xport *ropcie_lx_pick(u32 *gen)
+{
+	struct ropcie_xport *x;
+
+	lockdep_assert_held(&ropcie_fabric_lock);
+	list_for_each_entry(x, &ropcie_xports, list) {
+		if (READ_ONCE(x->up)) {
+			*gen = x->gen;
+			return x;
+		}
+	}
+	return NULL;
+}
+
+/**
+ * ropcie_lx_conn_add() - give @qp an id on the link
+ * @x: the link's transport
+ * @gen: the generation the connection is made in
+ * @qp: the QP, held by the link from now on
+ * @conn: its id, on success
+ *
+ * Context: task, holding ropcie_lx_life for reading.
+ * Return: 0, -ENOTCONN when the link is no longer in @gen, -ENOMEM,
+ * -EBUSY when every id is taken.
+ */
+int ropcie_lx_conn_add(struct ropcie_xport *x, u32 gen, struct ropcie_qp *qp,
+		       u32 *conn)
+{
+	unsigned long flags;
+	int ret;
+
+	ropcie_qp_get(qp);
+	ret = xa_alloc_irq(&x->conns, conn, qp, XA_LIMIT(1, ROPCIE_WIRE_MAX_QPN),
+			   GFP_KERNEL);
+	if (ret) {
+		ropcie_qp_put(qp);
+		return ret;
+	}
+	/* A down that ran meanwhile did not see it: undo. */
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	ret = ropcie_lx_alive(x, gen) ? 0 : -ENOTCONN;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (ret)
+		ropcie_lx_conn_del(x, *conn);
+	return ret;
+}
+
+/**
+ * ropcie_lx_conn_del() - end connection @conn on the link: drop the QP
+ * @x: the link's transport
+ * @conn: the id; nothing happens when it is not there
+ *
+ * Context: any.
+ */
+void ropcie_lx_conn_del(struct ropcie_xport *x, u32 conn)
+{
+	struct ropcie_qp *qp;
+	unsigned long flags;
+
+	xa_lock_irqsave(&x->conns, flags);
+	qp = __xa_erase(&x->conns, conn);
+	xa_unlock_irqrestore(&x->conns, flags);
+	if (qp)
+		ropcie_qp_put(qp);
+}
+
+/*
+ * The QP of connection dst, held, if the descriptor comes from its peer
+ * QP in this generation; else NULL (an old or closed connection).
+ */
+static struct ropcie_qp *ropcie_lx_conn_qp(struct ropcie_xport *x, u32 gen,
+					   u32 dst, u32 src)
+{
+	struct ropcie_qp *qp;
+	unsigned long flags;
+	bool ok;
+
+	xa_lock_irqsave(&x->conns, flags);
+	qp = xa_load(&x->conns, dst);
+	if (qp)
+		ropcie_qp_get(qp);
+	xa_unlock_irqrestore(&x->conns, flags);
+	if (!qp)
+		return NULL;
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	ok = qp->lx.x == x && qp->lx.gen == gen && qp->lx.conn == dst &&
+	     qp->lx.peer_conn == src && src;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (!ok) {
+		ropcie_qp_put(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+/* --- control messages ----------------------------------------------------- */
+
+struct ropcie_lx_ctrl *ropcie_lx_ctrl_alloc(gfp_t gfp)
+{
+	return kzalloc(sizeof(struct ropcie_lx_ctrl), gfp);
+}
+
+static void ropcie_lx_ctrl_add(struct ropcie_xport *x, u32 gen,
+			       struct ropcie_lx_ctrl *msg)
+{
+	unsigned long flags;
+	bool queued = false;
+
+	msg->gen = gen;
+	spin_lock_irqsave(&x->lock, flags);
+	if (x->up && x->gen == gen && !x->dead) {
+		list_add_tail(&msg->list, &x->ctrl);
+		queued = true;
+	}
+	spin_unlock_irqrestore(&x->lock, flags);
+	if (queued)
+		queue_work(system_wq, &x->ctrl_work);
+	else
+		kfree(msg);
+}
+
+/**
+ * ropcie_lx_ctrl_queue() - send a CM message from any context
+ * @x: the link's transport
+ * @gen: the generation it belongs to (dropped in any other)
+ * @msg: from ropcie_lx_ctrl_alloc(); the queue owns it from now on
+ * @cm: what to send
+ *
+ * Context: any; the fabric lock may be held.
+ */
+void ropcie_lx_ctrl_queue(struct ropcie_xport *x, u32 gen,
+			  struct ropcie_lx_ctrl *msg,
+			  const struct ropcie_wire_cm_msg *cm)
+{
+	msg->cm = *cm;
+	ropcie_lx_ctrl_add(x, gen, msg);
+}
+
+/**
+ * ropcie_lx_close_queue() - tell the other host that a connection ends
+ * @x: the link's transport
+ * @gen: the generation of the connection
+ * @msg: from ropcie_lx_ctrl_alloc(); the queue owns it from now on
+ * @conn: this host's id of the connection's QP
+ * @peer_conn: the other host's
+ *
+ * Context: any; the fabric lock may be held.
+ */
+void ropcie_lx_close_queue(struct ropcie_xport *x, u32 gen,
+			   struct ropcie_lx_ctrl *msg, u32 conn, u32 peer_conn)
+{
+	msg->close = true;
+	msg->conn = conn;
+	msg->peer_conn = peer_conn;
+	ropcie_lx_ctrl_add(x, gen, msg);
+}
+
+static int ropcie_lx_cm_produce(struct ropcie_lx_tx *tx,
+				const struct ropcie_wire_cm_msg *cm)
+{
+	struct ropcie_wire_msg m = {
+		.type = ROPCIE_WIRE_CM,
+		.flags = ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST,
+		.len = sizeof(struct ropcie_wire_cm),
+		.msg_len = sizeof(struct ropcie_wire_cm),
+	};
+	struct ropcie_wire_cm w;
+
+	ropcie_wire_cm_encode(&w, cm);
+	memcpy(tx->data, &w, sizeof(w));
+	return ropcie_lx_tx_commit(tx, &m);
+}
+
+/**
+ * ropcie_lx_cm_begin() - take a request slot for a CM message
+ * @x: the link's transport
+ * @gen: its generation
+ * @tx: filled on success
+ *
+ * Whatever the caller does between this and ropcie_lx_cm_commit() comes
+ * before any request of its QPs on the link: an acceptor announces its
+ * connection to its own ULP there, and the ULP's first SEND must reach
+ * the peer after the acceptance does.
+ *
+ * Context: task, holding ropcie_lx_life for reading.
+ * Return: as ropcie_lx_tx_begin().
+ */
+int ropcie_lx_cm_begin(struct ropcie_xport *x, u32 gen,
+		       struct ropcie_lx_tx *tx)
+{
+	return ropcie_lx_tx_begin(x, ROPCIE_WIRE_REQ, gen, tx);
+}
+
+int ropcie_lx_cm_commit(struct ropcie_lx_tx *tx,
+			const struct ropcie_wire_cm_msg *cm)
+{
+	return ropcie_lx_cm_produce(tx, cm);
+}
+
+void ropcie_lx_cm_abort(struct ropcie_lx_tx *tx)
+{
+	ropcie_lx_tx_abort(tx);
+}
+
+/* Send a CM message now. Context: task, holding ropcie_lx_life. */
+int ropcie_lx_cm_send(struct ropcie_xport *x, u32 gen,
+		      const struct ropcie_wire_cm_msg *cm)
+{
+	struct ropcie_lx_tx tx;
+	int ret;
+
+	ret = ropcie_lx_tx_begin(x, ROPCIE_WIRE_REQ, gen, &tx);
+	if (ret)
+		return ret;
+	return ropcie_lx_cm_produce(&tx, cm);
+}
+
+/* Queued CM messages and RECV_POSTED notices, in task context. */
+static void ropcie_lx_ctrl_work(struct work_struct *work)
+{
+	struct ropcie_xport *x = container_of(work, struct ropcie_xport,
+					      ctrl_work);
+	struct ropcie_lx_ctrl *msg;
+	struct ropcie_qp *qp;
+	unsigned long flags, id;
+
+	for (;;) {
+		spin_lock_irqsave(&x->lock, flags);
+		msg = list_first_entry_or_null(&x->ctrl, struct ropcie_lx_ctrl,
+					       list);
+		if (msg)
+			list_del(&msg->list);
+		spin_unlock_irqrestore(&x->lock, flags);
+		if (!msg)
+			break;
+		if (msg->close)
+			ropcie_lx_answer(x, msg->gen, ROPCIE_WIRE_CLOSE,
+					 msg->peer_conn, msg->conn, 0, 0);
+		else
+			ropcie_lx_cm_send(x, msg->gen, &msg->cm);
+		kfree(msg);
+	}
+
+	xa_lock_irqsave(&x->conns, flags);
+	xa_for_each_marked(&x->conns, id, qp, ROPCIE_LX_NOTIFY) {
+		struct ropcie_wire_msg m = { .type = ROPCIE_WIRE_RECV_POSTED };
+		struct ropcie_lx_tx tx;
+		u32 gen;
+
+		__xa_clear_mark(&x->conns, id, ROPCIE_LX_NOTIFY);
+		ropcie_qp_get(qp);
+		xa_unlock_irqrestore(&x->conns, flags);
+
+		spin_lock_irqsave(&ropcie_fabric_lock, flags);
+		m.dst_qpn = qp->lx.x == x ? qp->lx.peer_conn : 0;
+		m.src_qpn = id;
+		gen = qp->lx.gen;
+		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+		if (m.dst_qpn && !ropcie_lx_tx_begin(x, ROPCIE_WIRE_REQ, gen, &tx))
+			ropcie_lx_tx_commit(&tx, &m);
+		ropcie_qp_put(qp);
+
+		xa_lock_irqsave(&x->conns, flags);
+	}
+	xa_unlock_irqrestore(&x->conns, flags);
+}
+
+/* --- the requester ------------------------------------------------------ */
+
+static bool ropcie_lx_wait_over(struct ropcie_qp *qp, struct ropcie_lx_wait *w)
+{
+	return READ_ONCE(w->done) || READ_ONCE(qp->state) == IB_QPS_ERR ||
+	       kthread_should_stop();
+}
+
+/* Send a SEND or WRITE in fragments of a slot each. */
+static int ropcie_lx_send_data(struct ropcie_xport *x, u32 gen,
+			       const struct ropcie_req *req,
+			       const struct ropcie_segs *local,
+			       struct ropcie_wire_msg *m)
+{
+	u64 slot = x->link->gout.slot_size, off = 0;
+
+	for (;;) {
+		u64 flen = min(slot, req->len - off);
+		struct ropcie_seg dst;
+		struct ropcie_lx_tx tx;
+		int ret;
+
+		ret = ropcie_lx_tx_begin(x, ROPCIE_WIRE_REQ, gen, &tx);
+		if (ret)
+			return ret;
+		dst.mr = NULL;
+		dst.addr = (uintptr_t)tx.data;
+		dst.len = flen;
+		if (flen && !ropcie_copy_at(&dst, 1, 0, local->seg, local->n, off,
+					    flen, true)) {
+			ropcie_lx_tx_abort(&tx);
+			return -EFAULT;
+		}
+		m->flags &= ~(ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST);
+		if (!off)
+			m->flags |= ROPCIE_WIRE_FIRST;
+		if (off + flen == req->len)
+			m->flags |= ROPCIE_WIRE_LAST;
+		m->len = flen;
+		m->offset = off;
+		ret = ropcie_lx_tx_commit(&tx, m);
+		if (ret)
+			return ret;
+		off += flen;
+		if (off == req->len)
+			return 0;
+	}
+}
+
+/*
+ * ropcie_transport_ops.transfer over a link: the request goes into the
+ * peer's request ring, the verdict (and a READ's data) comes back through
+ * the response consumer. Context: the QP's worker; sleeps.
+ */
+static int ropcie_lx_transfer(struct ropcie_qp *qp,
+			      const struct ropcie_req *req,
+			      const struct ropcie_segs *local, bool may_sleep,
+			      enum ib_wc_status *status)
+{
+	struct ropcie_lx_wait w = {};
+	struct ropcie_wire_msg m = {};
+	unsigned long flags, timeout = ropcie_lx_request_timeout();
+	struct ropcie_xport *x;
+	u32 gen;
+	int ret;
+
+	if (WARN_ON_ONCE(!may_sleep)) {
+		*status = IB_WC_LOC_QP_OP_ERR;
+		return 0;
+	}
+	down_read(&ropcie_lx_life);
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	x = qp->lx.x;
+	gen = qp->lx.gen;
+	m.dst_qpn = qp->lx.peer_conn;
+	m.src_qpn = qp->lx.conn;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (!x || !m.dst_qpn) {
+		up_read(&ropcie_lx_life);
+		*status = IB_WC_WR_FLUSH_ERR;
+		return 0;
+	}
+
+	w.msn = qp->lx.msn++;
+	w.read = req->op == ROPCIE_OP_READ;
+	w.sink = local;
+	w.len = req->len;
+	w.status = IB_WC_WR_FLUSH_ERR;
+	mutex_lock(&qp->lx.wait_lock);
+	qp->lx.wait = &w;
+	mutex_unlock(&qp->lx.wait_lock);
+
+	m.msn = w.msn;
+	m.msg_len = req->len;
+	m.rkey = req->rkey;
+	m.raddr = req->remote_addr;
+	switch (req->op) {
+	case ROPCIE_OP_SEND_INV:
+		m.inv_rkey = req->inv_rkey;
+		fallthrough;
+	case ROPCIE_OP_SEND:
+		m.type = req->op == ROPCIE_OP_SEND ? ROPCIE_WIRE_SEND :
+						     ROPCIE_WIRE_SEND_INV;
+		m.rkey = 0;
+		m.raddr = 0;
+		if (req->solicited)
+			m.flags = ROPCIE_WIRE_SOLICITED;
+		ret = ropcie_lx_send_data(x, gen, req, local, &m);
+		break;
+	case ROPCIE_OP_WRITE:
+		m.type = ROPCIE_WIRE_WRITE;
+		ret = ropcie_lx_send_data(x, gen, req, local, &m);
+		break;
+	case ROPCIE_OP_READ: {
+		struct ropcie_lx_tx tx;
+
+		m.type = ROPCIE_WIRE_READ;
+		m.flags = ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST;
+		ret = ropcie_lx_tx_begin(x, ROPCIE_WIRE_REQ, gen, &tx);
+		if (!ret)
+			ret = ropcie_lx_tx_commit(&tx, &m);
+		break;
+	}
+	default:
+		ret = -EINVAL;
+	}
+
+	while (!ret) {
+		unsigned long seen = READ_ONCE(w.progress);
+
+		if (wait_event_timeout(qp->wq, ropcie_lx_wait_over(qp, &w),
+				       timeout))
+			break;
+		if (READ_ONCE(w.progress) == seen) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+	}
+
+	mutex_lock(&qp->lx.wait_lock);
+	qp->lx.wait = NULL;
+	mutex_unlock(&qp->lx.wait_lock);
+	up_read(&ropcie_lx_life);
+
+	if (ret == -EFAULT) {
+		*status = IB_WC_LOC_PROT_ERR;
+	} else if (ret == -ETIMEDOUT) {
+		dev_dbg(&qp->dev->ibdev.dev, "QP %u: no answer to message %u\n",
+			qp->ibqp.qp_num, w.msn);
+		*status = IB_WC_RETRY_EXC_ERR;
+	} else if (ret || !w.done) {
+		*status = IB_WC_WR_FLUSH_ERR;
+	} else if (!w.rnr) {
+		*status = w.status;
+	}
+	return w.rnr && !ret ? -EAGAIN : 0;
+}
+
+/* A receive was posted while a SEND of the peer waited: tell the peer. */
+static void ropcie_lx_recv_posted(struct ropcie_qp *qp)
+{
+	struct ropcie_xport *x;
+	unsigned long flags;
+	u32 conn = 0;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	x = qp->lx.x;
+	if (x) {
+		conn = qp->lx.conn;
+		xa_lock(&x->conns);
+		if (xa_load(&x->conns, conn) == qp)
+			__xa_set_mark(&x->conns, conn, ROPCIE_LX_NOTIFY);
+		else
+			conn = 0;
+		xa_unlock(&x->conns);
+		if (conn)
+			queue_work(system_wq, &x->ctrl_work);
+	}
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+}
+
+const struct ropcie_transport_ops ropcie_link_transport = {
+	.name = "link",
+	.transfer = ropcie_lx_transfer,
+	.recv_posted = ropcie_lx_recv_posted,
+	.inline_exec = false,
+};
+
+/* --- the consumers ---------------------------------------------------------- */
+
+/* A SEND or WRITE fragment of the peer, for one of our QPs. */
+static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
+			     const struct ropcie_wire_msg *m, void *payload)
+{
+	struct ropcie_req req = {
+		.rkey = m->rkey,
+		.inv_rkey = m->inv_rkey,
+		.remote_addr = m->raddr,
+		.len = m->msg_len,
+		.solicited = !!(m->flags & ROPCIE_WIRE_SOLICITED),
+	};
+	struct ropcie_segs data = {
+		.n = m->len ? 1 : 0,
+		.total = m->len,
+		.seg[0] = { .addr = (uintptr_t)payload, .len = m->len },
+	};
+	bool first = m->flags & ROPCIE_WIRE_FIRST;
+	bool last = m->flags & ROPCIE_WIRE_LAST;
+	enum ib_wc_status st = IB_WC_SUCCESS;
+	struct ropcie_qp *qp;
+	struct ropcie_qp_lx *lx;
+	int ret;
+
+	req.op = m->type == ROPCIE_WIRE_SEND ? ROPCIE_OP_SEND :
+		 m->type == ROPCIE_WIRE_SEND_INV ? ROPCIE_OP_SEND_INV :
+		 ROPCIE_OP_WRITE;
+	qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
+	if (!qp) {
+		/* A closed connection: its requester may still wait. */
+		if (last)
+			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
+					 m->dst_qpn, m->msn, IB_WC_WR_FLUSH_ERR);
+		return 0;
+	}
+	lx = &qp->lx;
+	if (first) {
+		lx->in_active = true;
+		lx->in_skip = false;
+		lx->in_msn = m->msn;
+	} else if (!lx->in_active || lx->in_msn != m->msn) {
+		ropcie_qp_put(qp);
+		ropcie_link_fail(x->link, "the peer broke a message's order");
+		return -EPROTO;
+	}
+	if (!lx->in_skip) {
+		ret = ropcie_respond_frag(qp, &req, &lx->in, m->offset, &data,
+					  last, true, &st);
+		if (ret == -EAGAIN) {
+			lx->in_skip = true;
+			ropcie_lx_answer(x, gen, ROPCIE_WIRE_RNR, m->src_qpn,
+					 m->dst_qpn, m->msn, 0);
+		} else if (st != IB_WC_SUCCESS || last) {
+			lx->in_skip = true;
+			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
+					 m->dst_qpn, m->msn, st);
+		}
+		/* The receive completes once the answer is on its way. */
+		if (!ret)
+			ropcie_respond_done(qp, &lx->in);
+	}
+	if (last)
+		lx->in_active = false;
+	ropcie_qp_put(qp);
+	return 0;
+}
+
+/* A READ of the peer: our MR's bytes back in fragments of READ_DATA. */
+static void ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
+			      const struct ropcie_wire_msg *m)
+{
+	struct ropcie_req req = {
+		.op = ROPCIE_OP_READ,
+		.rkey = m->rkey,
+		.remote_addr = m->raddr,
+		.len = m->msg_len,
+	};
+	u64 slot = x->link->gout.slot_size, off = 0;
+	enum ib_wc_status st = IB_WC_SUCCESS;
+	struct ropcie_inmsg in = {};
+	struct ropcie_qp *qp;
+
+	qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
+	if (!qp) {
+		ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn, m->dst_qpn,
+				 m->msn, IB_WC_WR_FLUSH_ERR);
+		return;
+	}
+	if (!req.len) {
+		struct ropcie_segs none = {};
+
+		ropcie_respond_frag(qp, &req, &in, 0, &none, true, true, &st);
+		ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn, m->dst_qpn,
+				 m->msn, st);
+		goto out;
+	}
+	while (off < req.len) {
+		u64 flen = min(slot, req.len - off);
+		struct ropcie_wire_msg r = {
+			.type = ROPCIE_WIRE_READ_DATA,
+			.dst_qpn = m->src_qpn,
+			.src_qpn = m->dst_qpn,
+			.msn = m->msn,
+			.len = flen,
+			.offset = off,
+			.msg_len = req.len,
+		};
+		bool last = off + flen == req.len;
+		struct ropcie_segs data = { .n = 1, .total = flen };
+		struct ropcie_lx_tx tx;
+
+		if (ropcie_lx_tx_begin(x, ROPCIE_WIRE_RSP, gen, &tx))
+			break;
+		data.seg[0].addr = (uintptr_t)tx.data;
+		data.seg[0].len = flen;
+		ropcie_respond_frag(qp, &req, &in, off, &data, last, true, &st);
+		if (st != IB_WC_SUCCESS) {
+			ropcie_lx_tx_abort(&tx);
+			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
+					 m->dst_qpn, m->msn, st);
+			break;
+		}
+		r.flags = (off ? 0 : ROPCIE_WIRE_FIRST) |
+			  (last ? ROPCIE_WIRE_LAST : 0);
+		if (ropcie_lx_tx_commit(&tx, &r))
+			break;
+		off += flen;
+	}
+out:
+	ropcie_qp_put(qp);
+}
+
+/* One descriptor of the request ring. Return: <0 to fail the link. */
+static int ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
+				const struct ropcie_wire_msg *m, void *payload)
+{
+	struct ropcie_qp *qp;
+
+	switch (m->type) {
+	case ROPCIE_WIRE_CM: {
+		struct ropcie_wire_cm w;
+		struct ropcie_wire_cm_msg cm;
+
+		memcpy(&w, payload, min_t(u32, m->len, sizeof(w)));
+		barrier();	/* the copy, never the window, from here on */
+		if (ropcie_wire_cm_decode(&w, m->len, &cm)) {
+			ropcie_link_fail(x->link, "the peer wrote a malformed CM message");
+			return -EPROTO;
+		}
+		ropcie_cm_link_msg(x, gen, &cm);
+		return 0;
+	}
+	case ROPCIE_WIRE_RECV_POSTED:
+		qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
+		if (qp) {
+			ropcie_qp_kick(qp);
+			ropcie_qp_put(qp);
+		}
+		return 0;
+	case ROPCIE_WIRE_READ:
+		ropcie_lx_rx_read(x, gen, m);
+		return 0;
+	default:
+		return ropcie_lx_rx_data(x, gen, m, payload);
+	}
+}
+
+/* One descriptor of the response ring: to the requester waiting for it. */
+static int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
+				 const struct ropcie_wire_msg *m, void *payload)
+{
+	struct ropcie_lx_wait *w;
+	struct ropcie_qp *qp;
+
+	qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
+	if (!qp)
+		return 0;
+	if (m->type == ROPCIE_WIRE_CLOSE) {
+		/* After every answer the peer gave before it. */
+		ropcie_cm_link_lost(x, qp);
+		ropcie_qp_put(qp);
+		return 0;
+	}
+	mutex_lock(&qp->lx.wait_lock);
+	w = qp->lx.wait;
+	/* An answer to a request its requester gave up on: dropped. */
+	if (!w || w->msn != m->msn || w->done)
+		goto out;
+	w->progress++;
+	switch (m->type) {
+	case ROPCIE_WIRE_ACK:
+		w->status = m->status;
+		WRITE_ONCE(w->done, true);
+		break;
+	case ROPCIE_WIRE_RNR:
+		w->rnr = !w->read;
+		w->status = IB_WC_REM_OP_ERR;
+		WRITE_ONCE(w->done, true);
+		break;
+	case ROPCIE_WIRE_READ_DATA: {
+		struct ropcie_seg src = {
+			.addr = (uintptr_t)payload,
+			.len = m->len,
+		};
+
+		if (!w->read || m->offset != w->next || m->msg_len != w->len) {
+			/* No correct responder sends this: the QP fails. */
+			w->status = IB_WC_REM_OP_ERR;
+			WRITE_ONCE(w->done, true);
+			break;
+		}
+		if (!ropcie_copy_at(w->sink->seg, w->sink->n, m->offset, &src,
+				    1, 0, m->len, true)) {
+			w->status = IB_WC_LOC_PROT_ERR;
+			WRITE_ONCE(w->done, true);
+			break;
+		}
+		w->next += m->len;
+		if (m->flags & ROPCIE_WIRE_LAST) {
+			w->status = m->status;
+			WRITE_ONCE(w->done, true);
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	if (READ_ONCE(w->done))
+		ropcie_qp_kick(qp);
+out:
+	mutex_unlock(&qp->lx.wait_lock);
+	ropcie_qp_put(qp);
+	return 0;
+}
+
+/*
+ * Consume ring @ring of the inbound window from *@cons on, in
+ * generation @gen, until it is empty. Return: <0 when the peer broke it.
+ */
+static int ropcie_lx_drain(struct ropcie_xport *x, int ring, u32 gen,
+			   u32 *cons)
+{
+	const struct ropcie_wire_geom *g = &x->link->gin;
+	void *win = x->link->hw->in;
+	const struct ropcie_wire_hdr *in = win;
+	struct ropcie_wire_hdr *out = ropcie_lx_out(x);
+
+	for (;;) {
+		u32 prod, n;
+
+		if (ropcie_lx_peer_index(x, &in->prod[ring], &prod))
+			return 0;
+		if (ropcie_wire_ring_count(prod, *cons, g->nslots, &n)) {
+			ropcie_link_fail(x->link, "the peer's producer index is out of its ring");
+			return -EPROTO;
+		}
+		if (!n)
+			return 0;
+		/* The index, then the descriptors it shows. */
+		smp_rmb();
+		while (n--) {
+			struct ropcie_wire_desc d;
+			struct ropcie_wire_msg m;
+			void *payload;
+			int ret;
+
+			memcpy(&d, ropcie_lx_desc(win, g, ring, *cons), sizeof(d));
+			barrier();	/* the copy, never the window */
+			if (ropcie_wire_desc_decode(&d, ring, g, &m)) {
+				ropcie_link_fail(x->link, "the peer wrote a malformed descriptor");
+				return -EPROTO;
+			}
+			payload = ropcie_lx_data(win, g, ring, *cons);
+			if (ring == ROPCIE_WIRE_REQ)
+				ret = ropcie_lx_rx_request(x, gen, &m, payload);
+			else
+				ret = ropcie_lx_rx_response(x, gen, &m, payload);
+			if (ret)
+				return ret;	/* the handler failed the link */
+			atomic64_inc(&x->stats.rx);
+			++*cons;
+			/* Done with the slot before the peer may reuse it. */
+			smp_mb();
+			ropcie_lx_set_hdr(x, gen, &out->cons[ring], *cons);
+			smp_mb();	/* the index, then the peer's want */
+			if (READ_ONCE(in->tx_want[ring]))
+				ropcie_lx_ring_peer(x);
+			if (READ_ONCE(x->gen) != gen)
+				return 0;
+			cond_resched();
+		}
+	}
+}
+
+/* Entries waiting in ring @ring past @cons? */
+static bool ropcie_lx_pending(struct ropcie_xport *x, int ring, u32 cons)
+{
+	u32 prod;
+
+	if (ropcie_lx_peer_index(x, &ropcie_lx_in(x)->prod[ring], &prod))
+		return false;
+	return prod != cons;
+}
+
+static int ropcie_lx_rx_thread(void *arg)
+{
+	struct ropcie_lx_rx *rx = arg;
+	struct ropcie_xport *x = rx->x;
+	struct ropcie_wire_hdr *out = ropcie_lx_out(x);
+	u32 gen = 0, cons = 0, broken = U32_MAX;
+	int ring = rx->ring;
+
+	while (!kthread_should_stop()) {
+		int seen = atomic_read(&x->rx_events);
+		unsigned long flags;
+		bool up;
+		u32 cur;
+
+		spin_lock_irqsave(&x->lock, flags);
+		up = x->up;
+		cur = x->gen;
+		spin_unlock_irqrestore(&x->lock, flags);
+		if (cur != gen) {
+			gen = cur;
+			cons = 0;
+		}
+		if (up && gen != broken && ropcie_lx_drain(x, ring, gen, &cons))
+			broken = gen;
+		/* Asleep, then look again: Dekker with the producer. */
+		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 1);
+		smp_mb();	/* sleep, then prod; the producer: prod, then sleep */
+		if (up && gen != broken && ropcie_lx_pending(x, ring, cons)) {
+			ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
+			continue;
+		}
+		wait_event_interruptible(x->rx_wq,
+					 atomic_read(&x->rx_events) != seen ||
+					 kthread_should_stop());
+		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
+	}
+	return 0;
+}
+
+/**
+ * ropcie_xport_inject() - produce a descriptor of the caller's own bytes
+ * @link: the link
+ * @ring: ROPCIE_WIRE_REQ or ROPCIE_WIRE_RSP
+ * @desc: ROPCIE_WIRE_DESC_SIZE bytes, copied to the next slot unchecked
+ * @payload: bytes for its payload slot, or NULL
+ * @len: how many; at most a slot
+ *
+ * The scribbler's hostile peer (debugfs link-<device>/inject): the other
+ * host consumes whatever this is, in order with the real traffic.
+ * Context: task.
+ *
+ * Return: 0, -ERANGE for a payload larger than a slot, -EINVAL for an
+ * unknown ring, -ENOTCONN when the link is not up, or a producer's error.
+ */
+int ropcie_xport_inject(struct ropcie_link *link, int ring, const void *desc,
+			const void *payload, size_t len)
+{
+	struct ropcie_xport *x = link->xport;
+	struct ropcie_wire_hdr *out = ropcie_lx_out(x);
+	struct ropcie_lx_tx tx;
+	unsigned long flags;
+	bool ok;
+	int ret;
+
+	if (ring != ROPCIE_WIRE_REQ && ring != ROPCIE_WIRE_RSP)
+		return -EINVAL;
+	if (len > link->gout.slot_size)
+		return -ERANGE;
+	ret = ropcie_lx_tx_begin(x, ring, READ_ONCE(x->gen), &tx);
+	if (ret)
+		return ret;
+	if (payload)
+		memcpy(tx.data, payload, len);
+	memcpy(ropcie_lx_desc(out, &link->gout, ring, tx.idx), desc,
+	       ROPCIE_WIRE_DESC_SIZE);
+	wmb();	/* as in ropcie_lx_tx_commit() */
+	ok = ropcie_lx_alive_locked(x, tx.gen, &flags);
+	if (ok) {
+		x->prod[ring] = tx.idx + 1;
+		WRITE_ONCE(out->prod[ring], cpu_to_le32(tx.idx + 1));
+		spin_unlock_irqrestore(&x->lock, flags);
+	}
+	ropcie_lx_tx_abort(&tx);
+	if (!ok)
+		return -ENOTCONN;
+	ropcie_lx_ring_peer(x);
+	return 0;
+}
+
+/* --- the link's life ---------------------------------------------------- */
+
+/**
+ * ropcie_xport_doorbell() - the peer rang, or a beat passed
+ * @link: the link
+ *
+ * Context: any.
+ */
+void ropcie_xport_doorbell(struct ropcie_link *link)
+{
+	struct ropcie_xport *x = link->xport;
+
+	atomic_inc(&x->rx_events);
+	wake_up(&x->rx_wq);
+	wake_up(&x->tx_wq);
+}
+
+/**
+ * ropcie_xport_up() - the link came up: new connections may use it
+ * @link: the link
+ *
+ * Context: the link's state machine (under its lock).
+ */
+void ropcie_xport_up(struct ropcie_link *link)
+{
+	struct ropcie_xport *x = link->xport;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	spin_lock(&x->lock);
+	if (!x->dead) {
+		x->up = true;
+		x->peer_epoch = link->peer_epoch;
+	}
+	spin_unlock(&x->lock);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	ropcie_xport_doorbell(link);
+}
+
+/* Fail every connection of the current generation; then a new one. */
+static void ropcie_xport_end_gen(struct ropcie_xport *x, bool dead)
+{
+	struct ropcie_lx_ctrl *msg, *tmp;
+	struct ropcie_qp *qp;
+	unsigned long flags, id;
+	LIST_HEAD(drop);
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	spin_lock(&x->lock);
+	x->up = false;
+	x->gen++;
+	if (dead)
+		x->dead = true;
+	list_splice_init(&x->ctrl, &drop);
+	spin_unlock(&x->lock);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+
+	/*
+	 * Nothing joins the old generation from here on. Its requests are
+	 * refused, then its QPs fail; a request being made drops its id.
+	 */
+	ropcie_cm_link_down(x);
+	for (id = 0;; id++) {
+		xa_lock_irqsave(&x->conns, flags);
+		qp = xa_find(&x->conns, &id, ULONG_MAX, XA_PRESENT);
+		if (qp)
+			ropcie_qp_get(qp);
+		xa_unlock_irqrestore(&x->conns, flags);
+		if (!qp)
+			break;
+		ropcie_cm_link_lost(x, qp);
+		ropcie_lx_conn_del(x, id);
+		ropcie_qp_put(qp);
+	}
+	list_for_each_entry_safe(msg, tmp, &drop, list)
+		kfree(msg);
+	wake_up(&x->tx_wq);
+	atomic_inc(&x->rx_events);
+	wake_up(&x->rx_wq);
+}
+
+/**
+ * ropcie_xport_down() - the link went down: end its connections
+ * @link: the link
+ *
+ * Every connection over it fails (its QPs move to the error state, their
+ * ULPs get DISCONNECT and CLOSE), every connection request over it is
+ * refused, and no index of the old generation is written any more.
+ *
+ * Context: the link's state machine (under its lock).
+ */
+void ropcie_xport_down(struct ropcie_link *link)
+{
+	ropcie_xport_end_gen(link->xport, false);
+}
+
+/**
+ * ropcie_xport_show() - the transport's state for sysfs
+ * @link: the link
+ * @buf: the sysfs buffer
+ *
+ * Return: bytes written.
+ */
+int ropcie_xport_show(struct ropcie_link *link, char *buf)
+{
+	struct ropcie_xport *x = link->xport;
+	unsigned long id, n = 0;
+	struct ropcie_qp *qp;
+
+	xa_for_each(&x->conns, id, qp)
+		n++;
+	return sysfs_emit(buf,
+			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld\n",
+			  READ_ONCE(x->gen), n, atomic64_read(&x->stats.tx),
+			  atomic64_read(&x->stats.rx),
+			  atomic64_read(&x->stats.db));
+}
+
+/**
+ * ropcie_xport_create() - the transport of a new link
+ * @link: the link, its geometry set
+ *
+ * Return: 0, or -ENOMEM or a kthread's error.
+ */
+int ropcie_xport_create(struct ropcie_link *link)
+{
+	struct ropcie_xport *x;
+	unsigned long flags;
+	int r;
+
+	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	if (!x)
+		return -ENOMEM;
+	x->link = link;
+	spin_lock_init(&x->lock);
+	init_waitqueue_head(&x->tx_wq);
+	init_waitqueue_head(&x->rx_wq);
+	xa_init_flags(&x->conns, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+	INIT_LIST_HEAD(&x->ctrl);
+	INIT_WORK(&x->ctrl_work, ropcie_lx_ctrl_work);
+	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++) {
+		mutex_init(&x->tx_lock[r]);
+		x->rx[r].x = x;
+		x->rx[r].ring = r;
+	}
+	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++) {
+		x->rx[r].task = kthread_run(ropcie_lx_rx_thread, &x->rx[r],
+					    "ropcie-link-%s", r ? "rsp" : "req");
+		if (IS_ERR(x->rx[r].task)) {
+			int ret = PTR_ERR(x->rx[r].task);
+
+			while (r--)
+				kthread_stop(x->rx[r].task);
+			kfree(x);
+			return ret;
+		}
+	}
+	link->xport = x;
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	list_add_tail(&x->list, &ropcie_xports);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	return 0;
+}
+
+/**
+ * ropcie_xport_destroy() - end the transport of a link that goes away
+ * @link: the link; its state machine has stopped
+ *
+ * Ends every connection (as ropcie_xport_down()), stops the consumers,
+ * waits for every requester, connect and accept that still uses the
+ * transport (each was woken and ends within a beat) and frees it.
+ */
+void ropcie_xport_destroy(struct ropcie_link *link)
+{
+	struct ropcie_xport *x = link->xport;
+	unsigned long flags;
+	int r;
+
+	if (!x)
+		return;
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	list_del(&x->list);
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	ropcie_xport_end_gen(x, true);
+	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++)
+		kthread_stop(x->rx[r].task);
+	cancel_work_sync(&x->ctrl_work);
+	/* The users of the transport saw it down and leave. */
+	down_write(&ropcie_lx_life);
+	up_write(&ropcie_lx_life);
+	/* A conn_add that raced the end undid itself; nothing is left. */
+	WARN_ON(!xa_empty(&x->conns));
+	xa_destroy(&x->conns);
+	link->xport = NULL;
+	kfree(x);
+}
