@@ -35,7 +35,7 @@ KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
 CHECK_STAGES := deps build bed selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
-	two-host two-host-rxe two-host-siw two-host-all
+	two-host two-host-rxe two-host-ropcie two-host-siw two-host-all
 
 .PHONY: all modules clean deps build check run vm \
 	$(addprefix check-,$(CHECK_STAGES))

@@ -181,6 +181,7 @@ def test_states_and_kthread_during_run(pool):
         assert not problems, f"{s.describe()}: {problems}"
 
 
+@pytest.mark.either
 def test_two_concurrent_pairs(pool):
     pairs = [(pool.pair(count=10, size=size, validate=1), size)
              for size in (64, 4096)]

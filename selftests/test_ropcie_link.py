@@ -13,7 +13,20 @@ hosts at once:
   heartbeat ("the peer left"), and loading it again brings it back up;
 - a power cut of the other host takes the link down within
   link_timeout_ms and a heartbeat ("the peer's heartbeat stopped"), and
-  the host booted again takes its port back and the link comes up.
+  the host booted again takes its port back and the link comes up;
+- garbage in the other host's window (the debugfs scribbler: a header
+  field, a ring index; the injector: a descriptor or a CM message of our
+  own bytes) takes its side down with the reason it calls for, and the
+  link comes back by itself;
+
+and, with ropcie0 on each host over the link (vm-pair --provider
+ropcie, lib.krping.PROVIDER "ropcie"), for the connections over it:
+
+- ropcie removed there ends a live ping here within a beat (-ECONNRESET),
+  and once it is back a new pair runs to the end;
+- hostile descriptors and CM messages injected while a ping runs end it
+  on both hosts, the link comes back and a new pair runs; a descriptor
+  that names no connection is answered and changes nothing.
 
 Needs a remote host with the device (scripts/testbed/vm-pair); the power
 cut needs the bed's control (lib/bed.py). Otherwise the tests skip with
@@ -22,12 +35,13 @@ the reason.
 
 import errno
 import os
+import struct
 import subprocess
 import time
 
 import pytest
 
-from lib import bed
+from lib import bed, krping
 from lib.pci_link import Side, pci_name, sides
 
 pytestmark = pytest.mark.two_host
@@ -41,6 +55,13 @@ UP_TIMEOUT_S = 30.0 * bed.SCALE
 
 ATTRS = ("state", "port", "peer_port", "slot_size", "ups", "downs",
          "doorbells", "protocol_errors", "down_reason")
+
+# Connections over the link: ropcie0 on each host (vm-pair --provider
+# ropcie puts it on the link NIC that holds LOCAL_ADDR / REMOTE_ADDR).
+ROPCIE = krping.PROVIDER == "ropcie"
+needs_connections = pytest.mark.skipif(
+    not ROPCIE, reason="connections over the link need ropcie0 on both "
+    "hosts (KRPING_PROVIDER=ropcie, vm-pair --provider ropcie)")
 
 
 def expected_slot_size(bar2):
@@ -77,6 +98,19 @@ class Host(Side):
                 pytest.fail(f"{self.name}: link not {want} after "
                             f"{timeout:.0f} s: {link or 'no ropcie_link'}")
             time.sleep(0.05)
+
+
+def restore_ropcie(side):
+    """insmod ropcie on a side after its rmmod, and with --provider
+    ropcie its ropcie0 on the link NIC again (rmmod took it away)."""
+    side.sh('insmod "$ROPCIE_KO"')
+    if not ROPCIE:
+        return
+    addr = os.environ["REMOTE_ADDR" if side.remote else "LOCAL_ADDR"]
+    side.sh(f"n=$(ip -o addr show to {addr} | awk '{{print $2}}'); "
+            "rdma link add ropcie0 type ropcie netdev $n && "
+            "for i in $(seq 100); do rdma link show ropcie0/1 | "
+            "grep -q ACTIVE && break; sleep 0.1; done")
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +151,7 @@ def test_peer_module_removed_and_back(hosts):
         assert link["down_reason"] == "the peer left"
         assert link["downs"] == before["downs"] + 1
     finally:
-        there.sh('insmod "$ROPCIE_KO"')
+        restore_ropcie(there)
     here.wait_state("up", UP_TIMEOUT_S)
     _, b = there.wait_state("up", UP_TIMEOUT_S)
     assert here.link()["ups"] == before["ups"] + 1
@@ -236,3 +270,149 @@ def test_scribbler_refuses_bad_input(hosts, scribbler, line, err):
     assert e.value.errno == getattr(errno, err)
     b = there.link()
     assert b["state"] == "up" and b["downs"] == b0["downs"]
+
+
+# Index fields of the header this host writes in the other host's
+# window (struct ropcie_wire_hdr: prod[2] at 40, cons[2] at 48), set far
+# beyond the ring on an idle link. The other host drains at least every
+# beat, so a producer index is found at once; a consumer index only when
+# that host produces, so the test makes it connect from there.
+INDEX_SCRIBBLES = [
+    ("prod", 40, "the peer's producer index is out of its ring"),
+    ("cons", 48, "the peer's consumer index is out of its ring"),
+]
+
+
+@pytest.mark.parametrize("name,offset,reason", INDEX_SCRIBBLES,
+                         ids=[s[0] for s in INDEX_SCRIBBLES])
+def test_scribbled_ring_index_recovers(hosts, scribbler, pool, name, offset,
+                                       reason):
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    b0 = there.link()
+    scribbler(offset, "0000ff7f")
+    if name == "cons":
+        if not ROPCIE:
+            pytest.skip("the other host produces only for a connection: "
+                        "needs ropcie0 on both hosts (--provider ropcie)")
+        srv, cli = pool.pair(count=1, size=64, remote_side="client")
+        srv.start()
+        srv.expect_state("listening")
+        cli.start()
+        cli.wait_end()
+        srv.stop()
+    deadline = time.monotonic() + 2 * BEAT_S + SLACK_S
+    while there.link()["downs"] == b0["downs"]:
+        assert time.monotonic() < deadline, \
+            f"there: {name} index scribbled, the link stayed up: {there.link()}"
+        time.sleep(0.05)
+    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    here.wait_state("up", UP_TIMEOUT_S)
+    assert b["down_reason"] == reason, b
+    assert b["protocol_errors"] >= b0["protocol_errors"] + 1
+
+
+def inject_path(host):
+    return f"/sys/kernel/debug/ropcie/link-{pci_name(host)}/inject"
+
+
+def desc(dtype, flags=0, length=0, dst=0, src=0, msn=0, msg_len=0,
+         offset=0):
+    """A descriptor (struct ropcie_wire_desc) as hex, fields as given."""
+    raw = struct.pack("<BBHIIIIIIIQQQQ", dtype, flags, 0, length, dst, src,
+                      msn, 0, 0, 0, 0, msg_len, offset, 0)
+    assert len(raw) == 64
+    return raw.hex()
+
+
+SEND, CM = 1, 6                 # wire.h: request ring types
+FIRST, LAST = 1, 2
+# (name, ring, descriptor, payload, the other host's down_reason or None
+# for a descriptor it must answer and otherwise ignore)
+INJECTIONS = [
+    ("type", "req", desc(0xff), None,
+     "the peer wrote a malformed descriptor"),
+    ("fragment", "req", desc(SEND, FIRST, 8192, 1, 1, 0, 4096), None,
+     "the peer wrote a malformed descriptor"),
+    ("cm-garbage", "req", desc(CM, FIRST | LAST, 320, msg_len=320),
+     "ff" * 320, "the peer wrote a malformed CM message"),
+    ("cm-short", "req", desc(CM, FIRST | LAST, 16, msg_len=16), "00" * 16,
+     "the peer wrote a malformed CM message"),
+    ("no-connection", "req", desc(SEND, FIRST | LAST, 4, 0xfffff0, 0xfffff1,
+                                  7, 4), "01020304", None),
+]
+
+
+@needs_connections
+@pytest.mark.parametrize("name,ring,hexdesc,payload,reason", INJECTIONS,
+                         ids=[i[0] for i in INJECTIONS])
+def test_injected_descriptor_under_a_live_ping(hosts, scribbler, pool, name,
+                                               ring, hexdesc, payload,
+                                               reason):
+    """A hostile descriptor in the other host's ring while a ping runs
+    over the link: a malformed one ends the ping on both hosts (the link
+    goes down for it and comes back) and a new pair runs to the end; one
+    that names no connection is answered and the ping goes on."""
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    b0 = there.link()
+    srv, cli = pool.pair(count=0, size=4096, validate=1)
+    krping.start_running(srv, cli)
+    line = f"{ring} {hexdesc}" + (f" {payload}" if payload else "")
+    with open(inject_path(here), "w") as f:
+        f.write(line + "\n")
+    if reason is None:
+        time.sleep(4 * BEAT_S)
+        b = there.link()
+        assert b["downs"] == b0["downs"] and b["state"] == "up", b
+        n = cli.stat("iterations")
+        krping.wait_for(lambda: cli.stat("iterations") > n + 2,
+                        what="the ping going on")
+        cli.stop()
+        assert cli.state == "stopped", cli.describe()
+        srv.wait_end()
+        return
+    bound = 2 * BEAT_S + SLACK_S + 10.0 * bed.SCALE
+    assert cli.wait_end(bound) == "failed", cli.describe()
+    assert cli.error == -errno.ECONNRESET, cli.describe()
+    # A count=0 server ends done when its client went away between two
+    # iterations, failed in the middle of one (as on any provider).
+    end = srv.wait_end(bound)
+    assert end in ("done", "failed"), srv.describe()
+    assert (srv.error < 0) == (end == "failed"), srv.describe()
+    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    here.wait_state("up", UP_TIMEOUT_S)
+    assert b["down_reason"] == reason, b
+    assert b["protocol_errors"] >= b0["protocol_errors"] + 1
+    srv2, cli2 = pool.pair(count=5, size=4096, validate=1)
+    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
+        f"{srv2.describe()} | {cli2.describe()}"
+
+
+@needs_connections
+def test_live_ping_ends_when_the_peer_leaves(hosts, pool):
+    """rmmod ropcie there while a ping runs over the link: the ping here
+    fails within a beat or so (-ECONNRESET: the peer left); with ropcie
+    back, a new pair runs to the end."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    srv, cli = pool.pair(count=0, size=65536, validate=1)
+    krping.start_running(srv, cli)
+    t0 = time.monotonic()
+    there.sh("rmmod ropcie")
+    try:
+        end = cli.wait_end(BEAT_S + SLACK_S + 10.0 * bed.SCALE)
+        took = time.monotonic() - t0
+        assert end == "failed", cli.describe()
+        assert cli.error == -errno.ECONNRESET, cli.describe()
+        # The remote session lost its device with the module.
+        assert srv.wait_end() == "failed", srv.describe()
+    finally:
+        restore_ropcie(there)
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    srv2, cli2 = pool.pair(count=5, size=65536, validate=1)
+    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
+        f"{srv2.describe()} | {cli2.describe()}"
+    print(f"# the ping here failed {took:.2f} s after the peer's rmmod")
