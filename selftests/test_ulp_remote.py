@@ -27,7 +27,7 @@ from lib import env
 from lib.remote import SshRemote
 from lib.ropcie import sh
 from test_ulp import (DATA_BYTES, HOSTNQN, NQN, NVME_PORT, drop_caches,
-                      new_namespace, nvme_disconnect)
+                      modprobe, new_namespace, nvme_disconnect)
 
 pytestmark = pytest.mark.two_host
 
@@ -42,15 +42,6 @@ def remote():
         pytest.skip("needs a remote host: set REMOTE_TYPE, REMOTE_ARGS, "
                     "LOCAL_ADDR and REMOTE_ADDR (selftests/krping.config)")
     return SshRemote(topo.remote_args), topo.remote_addr
-
-
-def modprobe_here(*mods):
-    for mod in mods:
-        cp = sh("modprobe", mod, check=False)
-        if cp.returncode:
-            reason = f"no {mod} here: {cp.stderr.strip()}"
-            print(f"SKIP: {reason}")
-            pytest.skip(reason)
 
 
 def target_script(addr, backing):
@@ -94,7 +85,7 @@ def test_nvmeof_across_hosts(remote):
         reason = f"no nvmet-rdma on the remote host: {cp.stderr.strip()}"
         print(f"SKIP: {reason}")
         pytest.skip(reason)
-    modprobe_here("nvme_rdma")
+    modprobe("nvme_rdma")
     backing = f"/tmp/krping-nvmet-remote-{os.getpid()}.img"
     payload = os.urandom(DATA_BYTES)
     ctrl = None
