@@ -345,7 +345,17 @@ static void ropcie_creq_expire(struct work_struct *work)
 	unsigned long flags;
 	bool mine;
 
-	down_read(&ropcie_lx_life);
+	/*
+	 * Never sleep on the lock here: connect, accept and reject hold it
+	 * for reading and may cancel this work synchronously, and a link's
+	 * teardown waiting for it as a writer would block our read between
+	 * the two. Try again shortly instead; a cancel cancels that too.
+	 */
+	if (!down_read_trylock(&ropcie_lx_life)) {
+		queue_delayed_work(ropcie_cm_wq, &creq->timeout,
+				   msecs_to_jiffies(10));
+		return;
+	}
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	mine = ropcie_creq_take(creq->id) == creq;
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
