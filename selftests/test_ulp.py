@@ -105,11 +105,12 @@ class NvmetTarget:
             self.subsys.rmdir()
 
 
-def nvme_connect():
-    """Connect as `nvme connect -t rdma` does; the controller's name."""
+def nvme_connect(addr=ADDR):
+    """Connect to the target at @addr as `nvme connect -t rdma` does;
+    the controller's name."""
     # Our own host NQN needs its own host ID: the kernel's default one
     # belongs to its default NQN.
-    opts = (f"transport=rdma,traddr={ADDR},trsvcid={NVME_PORT},nqn={NQN},"
+    opts = (f"transport=rdma,traddr={addr},trsvcid={NVME_PORT},nqn={NQN},"
             f"hostnqn={HOSTNQN},hostid={uuid.uuid4()},nr_io_queues=2,"
             f"ctrl_loss_tmo=5")
     fd = os.open("/dev/nvme-fabrics", os.O_RDWR)

@@ -18,7 +18,6 @@ kernel's NVMe-oF modules on either host.
 import hashlib
 import os
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -26,8 +25,9 @@ import pytest
 from lib import env
 from lib.remote import SshRemote
 from lib.ropcie import sh
-from test_ulp import (DATA_BYTES, HOSTNQN, NQN, NVME_PORT, drop_caches,
-                      modprobe, new_namespace, nvme_disconnect)
+from test_ulp import (DATA_BYTES, NQN, NVME_PORT, drop_caches,
+                      modprobe, new_namespace, nvme_connect,
+                      nvme_disconnect)
 
 pytestmark = pytest.mark.two_host
 
@@ -93,17 +93,7 @@ def test_nvmeof_across_hosts(remote):
     try:
         t0 = time.monotonic()
         devs = set(Path("/dev").glob("nvme*n1"))
-        opts = (f"transport=rdma,traddr={addr},trsvcid={NVME_PORT},"
-                f"nqn={NQN},hostnqn={HOSTNQN},hostid={uuid.uuid4()},"
-                f"nr_io_queues=2,ctrl_loss_tmo=5")
-        fd = os.open("/dev/nvme-fabrics", os.O_RDWR)
-        try:
-            os.write(fd, opts.encode())
-            answer = os.read(fd, 4096).decode()
-        finally:
-            os.close(fd)
-        fields = dict(kv.split("=", 1) for kv in answer.strip().split(","))
-        ctrl = f"nvme{fields['instance']}"
+        ctrl = nvme_connect(addr)
         dev = new_namespace(devs)
         print(f"{ctrl} ({dev}) connected to {addr} in "
               f"{time.monotonic() - t0:.1f} s")
