@@ -94,7 +94,7 @@ static int krping_bench_finish(struct krping_run *run)
 	/* A passive side waits here the whole test: do not spin. */
 	run->lazy = true;
 	if (client)
-		ret = krping_send_msg(run, 0, 0, 0, 0);
+		ret = krping_post_fin(run);
 	if (!ret)
 		ret = krping_wait_count(run, &run->recv_count,
 					++run->recv_expected);

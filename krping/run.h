@@ -112,6 +112,10 @@ enum {
  * @fr_nmrs: fr: how many of @fr_mrs are allocated
  * @recv_cqe: completion handler of receives
  * @send_cqe: completion handler of SENDs
+ * @fin_cqe: completion handler of a benchmark client's closing SEND
+ * @fin_posted: that SEND is posted: the next receive is the answer to it
+ * @fin_counted: that SEND is counted in the stats (on its completion or
+ *	on the answer, whichever comes first)
  * @rdma_cqe: completion handler of RDMA READ and WRITE
  * @reg_cqe: completion handler of REG_MR and LOCAL_INV
  * @recv_buf: receive buffer, one message
@@ -179,6 +183,9 @@ struct krping_run {
 
 	struct ib_cqe recv_cqe;
 	struct ib_cqe send_cqe;
+	struct ib_cqe fin_cqe;
+	bool fin_posted;
+	atomic_t fin_counted;
 	struct ib_cqe rdma_cqe;
 	struct ib_cqe reg_cqe;
 
@@ -210,6 +217,7 @@ int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
 int krping_wait_disconnect(struct krping_run *run, unsigned long timeout);
 bool krping_server_registers(const struct krping_run *run, bool read);
 int krping_post_recv(struct krping_run *run);
+int krping_post_fin(struct krping_run *run);
 int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
 		    u32 invalidate_rkey);
 int krping_post_reg(struct krping_run *run, struct krping_mr *m, int access);

@@ -1093,20 +1093,30 @@ def memory_growth(before, after):
 
 
 def assert_memory_returned(before, tolerance_kb=1024, avail_tolerance_kb=4096,
-                           after=None):
+                           after=None, settle_s=6.0):
     """Unreclaimable slab back within tolerance_kb and available memory
     within avail_tolerance_kb of before (both memory_snapshot()s; the
     test's own python heap counts in MemAvailable); returns the growth.
     Measured noise of a repeated load on the TCG guest: about 200 kB of
-    SUnreclaim and 1 MB of MemAvailable either way."""
-    after = memory_snapshot() if after is None else after
-    growth = memory_growth(before, after)
+    SUnreclaim and 1 MB of MemAvailable either way, but up to 4.3 MB of
+    MemAvailable (a power cut in a two-vCPU guest) while free pages sit on
+    the per-CPU page lists, which meminfo does not count as free and which
+    6.12 gives back over the next seconds (decay_pcp_high, at each vmstat
+    interval). So a snapshot over the limits is taken again, for up
+    to settle_s seconds: a leak stays over them."""
     limits = {"SUnreclaim": tolerance_kb, "MemAvailable": avail_tolerance_kb}
-    over = {k: v for k, v in growth.items() if k in limits and v > limits[k]}
-    if over:
-        raise KrpingError(f"memory not returned (tolerance {limits} kB): "
-                          f"growth {growth} kB; before {before}, after {after}")
-    return growth
+    deadline = time.monotonic() + settle_s
+    while True:
+        snap = memory_snapshot() if after is None else after
+        growth = memory_growth(before, snap)
+        over = {k: v for k, v in growth.items()
+                if k in limits and v > limits[k]}
+        if not over:
+            return growth
+        if after is not None or time.monotonic() > deadline:
+            raise KrpingError(f"memory not returned (tolerance {limits} kB, "
+                              f"{settle_s:.0f} s to settle): growth {growth} "
+                              f"kB; before {before}, after {snap}")
 
 
 KMEMLEAK = Path("/sys/kernel/debug/kmemleak")
