@@ -10,7 +10,9 @@
  * KUnit build (UML) has one CPU only. The results are one line per case
  * in the read-only parameter
  * /sys/module/ropcie_test/parameters/results ("ok NAME" or
- * "not ok NAME: why").
+ * "not ok NAME: why"). With role=target on one host and role=initiator
+ * on another, the remote access cases run with one end per host
+ * (ropcie_test_remote.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,6 +28,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "ring.h"
+#include "ropcie_test.h"
 
 static char addr[16] = "10.77.0.1";
 module_param_string(addr, addr, sizeof(addr), 0444);
@@ -43,13 +46,13 @@ static unsigned int lost_wait_ms = 20000;
 module_param(lost_wait_ms, uint, 0444);
 MODULE_PARM_DESC(lost_wait_ms, "How long a dropped connection request may stay unanswered (more than ropcie's connect_timeout_ms)");
 
+static char role[16];
+module_param_string(role, role, sizeof(role), 0444);
+MODULE_PARM_DESC(role, "empty: every case on this host; target or initiator: one end of the remote access cases per host, addr being the target's");
+
 static char results[4096];
 module_param_string(results, results, sizeof(results), 0444);
 MODULE_PARM_DESC(results, "one line per test case (read only)");
-
-#define RT_TIMEOUT	(5 * HZ)
-#define RT_GUARD	0x5a
-#define RT_DATA		0xc3
 
 struct rt_pair {
 	struct rdma_cm_id *cli, *srv;
@@ -63,7 +66,7 @@ static struct rdma_cm_id *rt_listen;
 static struct rt_pair *rt_cur;	/* the pair being connected */
 static int rt_failed, rt_run;
 
-static void rt_result(const char *name, int err, const char *why)
+void rt_result(const char *name, int err, const char *why)
 {
 	size_t len = strlen(results);
 
@@ -121,8 +124,7 @@ static int rt_wait(struct rt_pair *p, struct completion *c)
 	return p->cm_err;
 }
 
-static int rt_make_qp(struct rdma_cm_id *id, struct ib_pd *pd,
-		      struct ib_cq *cq)
+int rt_make_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq)
 {
 	struct ib_qp_init_attr attr = {
 		.send_cq = cq,
@@ -270,7 +272,7 @@ static struct rt_pair *rt_pair_create(void)
 }
 
 /* Poll one completion of @cq, bounded. */
-static int rt_poll(struct ib_cq *cq, struct ib_wc *wc)
+int rt_poll(struct ib_cq *cq, struct ib_wc *wc)
 {
 	unsigned long end = jiffies + RT_TIMEOUT;
 
@@ -284,12 +286,13 @@ static int rt_poll(struct ib_cq *cq, struct ib_wc *wc)
 
 /*
  * Register the first @len bytes (whole pages) of the physically
- * contiguous @buf on the server with @access.
+ * contiguous @buf with @access, by a REG_MR on @id's QP (connected).
  */
-static struct ib_mr *rt_reg(struct rt_pair *p, void *buf, u32 len,
-			    int access, struct scatterlist *sg)
+struct ib_mr *rt_reg_on(struct rdma_cm_id *id, struct ib_pd *pd,
+			struct ib_cq *cq, void *buf, u32 len, int access,
+			struct scatterlist *sg)
 {
-	struct ib_device *dev = p->srv->device;
+	struct ib_device *dev = id->device;
 	struct ib_reg_wr reg = {};
 	struct ib_wc wc;
 	struct ib_mr *mr;
@@ -298,7 +301,7 @@ static struct ib_mr *rt_reg(struct rt_pair *p, void *buf, u32 len,
 	sg_init_one(sg, buf, len);
 	if (ib_dma_map_sg(dev, sg, 1, DMA_BIDIRECTIONAL) != 1)
 		return ERR_PTR(-EIO);
-	mr = ib_alloc_mr(p->spd, IB_MR_TYPE_MEM_REG, len / PAGE_SIZE);
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, len / PAGE_SIZE);
 	if (IS_ERR(mr))
 		goto unmap;
 	ret = ib_map_mr_sg(mr, sg, 1, NULL, PAGE_SIZE);
@@ -313,9 +316,9 @@ static struct ib_mr *rt_reg(struct rt_pair *p, void *buf, u32 len,
 	reg.mr = mr;
 	reg.key = mr->rkey;
 	reg.access = access;
-	ret = ib_post_send(p->srv->qp, &reg.wr, NULL);
+	ret = ib_post_send(id->qp, &reg.wr, NULL);
 	if (!ret)
-		ret = rt_poll(p->scq, &wc);
+		ret = rt_poll(cq, &wc);
 	if (!ret && wc.status != IB_WC_SUCCESS)
 		ret = -EIO;
 	if (ret) {
@@ -329,15 +332,16 @@ unmap:
 	return mr;
 }
 
-/* Post one RDMA op from the client and return its completion status. */
-static int rt_rdma(struct rt_pair *p, enum ib_wr_opcode op, void *local,
-		   u32 len, u64 raddr, u32 rkey, enum ib_wc_status *status)
+/* Post one RDMA op on @id's QP and return its completion status. */
+int rt_rdma_on(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq,
+	       enum ib_wr_opcode op, void *local, u32 len, u64 raddr, u32 rkey,
+	       enum ib_wc_status *status)
 {
-	struct ib_device *dev = p->cli->device;
+	struct ib_device *dev = id->device;
 	struct ib_sge sge = {
 		.addr = ib_dma_map_single(dev, local, len, DMA_BIDIRECTIONAL),
 		.length = len,
-		.lkey = p->cpd->local_dma_lkey,
+		.lkey = pd->local_dma_lkey,
 	};
 	struct ib_rdma_wr wr = {
 		.wr = {
@@ -353,24 +357,31 @@ static int rt_rdma(struct rt_pair *p, enum ib_wr_opcode op, void *local,
 	struct ib_wc wc;
 	int ret;
 
-	ret = ib_post_send(p->cli->qp, &wr.wr, NULL);
+	ret = ib_post_send(id->qp, &wr.wr, NULL);
 	if (!ret)
-		ret = rt_poll(p->ccq, &wc);
+		ret = rt_poll(cq, &wc);
 	ib_dma_unmap_single(dev, sge.addr, len, DMA_BIDIRECTIONAL);
 	if (!ret)
 		*status = wc.status;
 	return ret;
 }
 
-static bool rt_all(const u8 *buf, size_t len, u8 v)
+/* The server's end of @p. */
+static struct ib_mr *rt_reg(struct rt_pair *p, void *buf, u32 len,
+			    int access, struct scatterlist *sg)
 {
-	return !memchr_inv(buf, v, len);
+	return rt_reg_on(p->srv, p->spd, p->scq, buf, len, access, sg);
 }
 
-enum rt_kind { RT_OK, RT_BAD_RKEY, RT_BAD_KEYBYTE, RT_WRONG_PD, RT_OOB_WRITE,
-	       RT_OOB_READ, RT_NO_WRITE, RT_NO_READ };
+/* From the client's end of @p. */
+static int rt_rdma(struct rt_pair *p, enum ib_wr_opcode op, void *local,
+		   u32 len, u64 raddr, u32 rkey, enum ib_wc_status *status)
+{
+	return rt_rdma_on(p->cli, p->cpd, p->ccq, op, local, len, raddr, rkey,
+			  status);
+}
 
-static const char * const rt_names[] = {
+const char * const rt_names[RT_NKINDS] = {
 	[RT_OK] = "valid_write_and_read",
 	[RT_BAD_RKEY] = "bad_rkey_write",
 	[RT_BAD_KEYBYTE] = "stale_key_byte_read",
@@ -388,25 +399,17 @@ static const char * const rt_names[] = {
  */
 static void rt_remote_case(enum rt_kind kind)
 {
-	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
-		     IB_ACCESS_REMOTE_READ;
-	enum ib_wc_status st = IB_WC_GENERAL_ERR, want = IB_WC_REM_ACCESS_ERR;
-	enum ib_wr_opcode op = IB_WR_RDMA_WRITE;
+	enum ib_wc_status st = IB_WC_GENERAL_ERR;
 	const char *name = rt_names[kind];
+	struct rt_target_adv adv = {};
 	struct ib_pd *other_pd = NULL;
 	struct scatterlist sg;
 	u8 *sbuf, *cbuf = NULL;
+	struct rt_access a;
 	struct rt_pair *p;
 	struct ib_mr *mr;
 	char why[96];
-	u64 raddr;
-	u32 rkey, len = 64;
 	int ret;
-
-	if (kind == RT_NO_WRITE)
-		access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ;
-	if (kind == RT_NO_READ)
-		access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
 
 	sbuf = (u8 *)__get_free_pages(GFP_KERNEL, 1);
 	cbuf = kmalloc(PAGE_SIZE, GFP_KERNEL);
@@ -423,27 +426,15 @@ static void rt_remote_case(enum rt_kind kind)
 		rt_result(name, 1, why);
 		goto out_mem;
 	}
-	mr = rt_reg(p, sbuf, PAGE_SIZE, access, &sg);
+	mr = rt_reg(p, sbuf, PAGE_SIZE, rt_case_rights(kind), &sg);
 	if (IS_ERR(mr)) {
 		snprintf(why, sizeof(why), "REG_MR failed: %ld", PTR_ERR(mr));
 		rt_result(name, 1, why);
 		goto out_pair;
 	}
-	raddr = mr->iova;
-	rkey = mr->rkey;
-
-	switch (kind) {
-	case RT_OK:
-		want = IB_WC_SUCCESS;
-		break;
-	case RT_BAD_RKEY:
-		rkey += 0x100;		/* another MR index */
-		break;
-	case RT_BAD_KEYBYTE:
-		rkey ^= 0x01;		/* right MR, stale key byte */
-		op = IB_WR_RDMA_READ;
-		break;
-	case RT_WRONG_PD:
+	adv.iova = mr->iova;
+	adv.rkey = mr->rkey;
+	if (kind == RT_WRONG_PD) {
 		/* A valid rkey of another PD on the same device. */
 		other_pd = ib_alloc_pd(p->srv->device,
 				       IB_PD_UNSAFE_GLOBAL_RKEY);
@@ -452,51 +443,33 @@ static void rt_remote_case(enum rt_kind kind)
 			other_pd = NULL;
 			goto out_mr;
 		}
-		rkey = other_pd->unsafe_global_rkey;
-		raddr = (u64)(uintptr_t)sbuf;
-		break;
-	case RT_OOB_WRITE:
-		raddr += PAGE_SIZE - 8;	/* 8 bytes in, 8 beyond */
-		len = 16;
-		break;
-	case RT_OOB_READ:
-		raddr -= 8;		/* 8 bytes before the region */
-		len = 16;
-		op = IB_WR_RDMA_READ;
-		break;
-	case RT_NO_WRITE:
-		break;
-	case RT_NO_READ:
-		op = IB_WR_RDMA_READ;
-		break;
+		adv.other_rkey = other_pd->unsafe_global_rkey;
+		adv.other_addr = (u64)(uintptr_t)sbuf;
 	}
+	a = rt_case_access(kind, &adv);
 
-	ret = rt_rdma(p, op, cbuf, len, raddr, rkey, &st);
+	ret = rt_rdma(p, a.op, cbuf, a.len, a.raddr, a.rkey, &st);
 	if (ret) {
 		snprintf(why, sizeof(why), "post/poll failed: %d", ret);
 		rt_result(name, 1, why);
-	} else if (st != want) {
+	} else if (st != a.want) {
 		snprintf(why, sizeof(why), "status %s, expected %s",
-			 ib_wc_status_msg(st), ib_wc_status_msg(want));
+			 ib_wc_status_msg(st), ib_wc_status_msg(a.want));
 		rt_result(name, 1, why);
+	} else if (!rt_case_target_intact(kind, sbuf)) {
+		rt_result(name, 1, kind == RT_OK ? "WRITE data wrong" :
+			  "target memory was modified");
 	} else if (kind == RT_OK) {
 		/* The write landed, nothing beyond it; read it back. */
-		if (!rt_all(sbuf, len, RT_DATA) ||
-		    !rt_all(sbuf + len, 2 * PAGE_SIZE - len, RT_GUARD)) {
-			rt_result(name, 1, "WRITE data wrong");
-		} else {
-			memset(cbuf, 0, PAGE_SIZE);
-			ret = rt_rdma(p, IB_WR_RDMA_READ, cbuf, len, raddr,
-				      rkey, &st);
-			if (ret || st != IB_WC_SUCCESS ||
-			    !rt_all(cbuf, len, RT_DATA) ||
-			    !rt_all(cbuf + len, PAGE_SIZE - len, 0))
-				rt_result(name, 1, "READ back failed");
-			else
-				rt_result(name, 0, NULL);
-		}
-	} else if (!rt_all(sbuf, 2 * PAGE_SIZE, RT_GUARD)) {
-		rt_result(name, 1, "target memory was modified");
+		memset(cbuf, 0, PAGE_SIZE);
+		ret = rt_rdma(p, IB_WR_RDMA_READ, cbuf, a.len, a.raddr,
+			      a.rkey, &st);
+		if (ret || st != IB_WC_SUCCESS ||
+		    !rt_all(cbuf, a.len, RT_DATA) ||
+		    !rt_all(cbuf + a.len, PAGE_SIZE - a.len, 0))
+			rt_result(name, 1, "READ back failed");
+		else
+			rt_result(name, 0, NULL);
 	} else if (!rt_all(cbuf, PAGE_SIZE, RT_DATA)) {
 		rt_result(name, 1, "local sink was modified");
 	} else {
@@ -1494,6 +1467,15 @@ static int __init rt_init(void)
 	enum rt_kind k;
 	int ret;
 
+	if (!strcmp(role, "target"))
+		return rt_remote_target_start(addr, port);
+	if (!strcmp(role, "initiator")) {
+		rt_remote_initiator(addr, port);
+		pr_info("%d cases, %d failed\n", rt_run, rt_failed);
+		return 0;
+	}
+	if (role[0])
+		return -EINVAL;
 	rt_listen = rdma_create_id(&init_net, rt_cm_handler, NULL, RDMA_PS_TCP,
 				   IB_QPT_RC);
 	if (IS_ERR(rt_listen))
@@ -1508,7 +1490,7 @@ static int __init rt_init(void)
 		rdma_destroy_id(rt_listen);
 		return ret;
 	}
-	for (k = RT_OK; k <= RT_NO_READ; k++)
+	for (k = RT_OK; k < RT_NKINDS; k++)
 		rt_remote_case(k);
 	rt_wrong_state();
 	rt_revoke(RT_REVOKE_INV);
@@ -1526,6 +1508,8 @@ static int __init rt_init(void)
 
 static void __exit rt_exit(void)
 {
+	if (!strcmp(role, "target"))
+		rt_remote_target_stop();
 }
 
 module_init(rt_init);

@@ -416,3 +416,65 @@ def test_live_ping_ends_when_the_peer_leaves(hosts, pool):
     assert krping.run_pair(srv2, cli2) == ("done", "done"), \
         f"{srv2.describe()} | {cli2.describe()}"
     print(f"# the ping here failed {took:.2f} s after the peer's rmmod")
+
+
+# The remote access cases of ropcie_test.ko in its order (rt_names in
+# ropcie/ropcie_test.h): test_ropcie.py's first eight, here with the
+# target's memory on one host and the initiator on the other.
+ACCESS_CASES = ("valid_write_and_read", "bad_rkey_write",
+                "stale_key_byte_read", "wrong_pd_write",
+                "out_of_bounds_write", "out_of_bounds_read",
+                "write_without_remote_write", "read_without_remote_read")
+
+
+def case_results(text):
+    """{case: (ok, why)} of ropcie_test's results, in their order."""
+    cases = {}
+    for line in filter(None, text.splitlines()):
+        ok = line.startswith("ok ")
+        rest = line[3:] if ok else line.removeprefix("not ok ")
+        name, _, why = rest.partition(":")
+        cases[name.strip()] = (ok, why.strip())
+    return cases
+
+
+@needs_connections
+@pytest.mark.parametrize("target", ["there", "here"])
+def test_access_cases_across_the_link(hosts, target):
+    """Bad rkey, stale key byte, wrong PD, out of bounds both ways and
+    missing rights, posted on one host against a page the other host
+    registered (ropcie_test.ko, role=initiator and role=target): each
+    completes with the status the verbs prescribe on the initiator, the
+    target's guard pages are untouched (it checks them itself once the
+    initiator has left), and the valid WRITE lands and reads back. Each
+    kernel is the target once."""
+    here, there = hosts
+    if not os.environ.get("ROPCIE_TEST_KO"):
+        pytest.skip("ROPCIE_TEST_KO not set (build.sh builds ropcie_test.ko)")
+    tgt, ini = (there, here) if target == "there" else (here, there)
+    addr = os.environ["REMOTE_ADDR" if tgt.remote else "LOCAL_ADDR"]
+    here.wait_state("up", UP_TIMEOUT_S)
+    port = krping.next_port()
+    results = "/sys/module/ropcie_test/parameters/results"
+    tgt.sh(f'insmod "$ROPCIE_TEST_KO" role=target addr={addr} port={port}')
+    try:
+        try:
+            ini.sh(f'insmod "$ROPCIE_TEST_KO" role=initiator addr={addr} '
+                   f"port={port}")
+            ini_text = ini.sh(f"cat {results}")
+        finally:
+            ini.sh("rmmod ropcie_test", check=False)
+        tgt_text = tgt.sh(f"cat {results}")
+    finally:
+        tgt.sh("rmmod ropcie_test", check=False)
+    print(f"# initiator ({ini.name}):\n{ini_text}# target ({tgt.name}):\n"
+          f"{tgt_text}")
+    for side, text in (("initiator", ini_text), ("target", tgt_text)):
+        cases = case_results(text)
+        assert tuple(cases) == ACCESS_CASES, f"{side}: {text}"
+        bad = {n: why for n, (ok, why) in cases.items() if not ok}
+        assert not bad, f"{side}: {bad}"
+    # The refusals are the verbs' remote access error, not any failure.
+    for name, (_, why) in case_results(ini_text).items():
+        if name != "valid_write_and_read":
+            assert why == "remote access error", (name, why)
