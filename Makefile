@@ -16,10 +16,12 @@
 #                         line "N passed, N failed, ..."
 #   make check-STAGE      one stage of check (deps build bed selftests smoke
 #                         debug-kernel debug-kunit debug-rxe debug-siw
-#                         two-host two-host-rxe two-host-siw), or
+#                         two-host two-host-rxe two-host-ropcie two-host-siw), or
 #                         kunit: the KUnit suites on UML (not in check), or
 #                         kcsan: the selftests on a KCSAN kernel (not in check), or
-#                         two-host-all: every two-host test across two 6.12 guests (not in check)
+#                         two-host-all: every two-host test across two 6.12 guests (not in check), or
+#                         two-host-ropcie-debug: the PCI link's hostile-input tests
+#                         against a debug-kernel guest (not in check)
 #   make run              deps, builds, then the demo in a 6.12 VM
 #   make vm CMD='...'     run CMD in a VM (KVER=6.12|6.1; see scripts/testbed/vm-run)
 #   make bench            krping against perftest on rxe in a 6.12 VM (not in check)
@@ -35,7 +37,7 @@ KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
 CHECK_STAGES := deps build bed selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
-	two-host two-host-rxe two-host-ropcie two-host-siw two-host-all
+	two-host two-host-rxe two-host-ropcie two-host-siw two-host-all two-host-ropcie-debug
 
 .PHONY: all modules clean deps build check run vm \
 	$(addprefix check-,$(CHECK_STAGES))
