@@ -392,6 +392,59 @@ const char * const rt_names[RT_NKINDS] = {
 	[RT_NO_READ] = "read_without_remote_read",
 };
 
+/**
+ * rt_case_initiate() - the initiator's half of an access case; records it
+ * @id: the initiator's end of the case's connection
+ * @pd: its PD
+ * @cq: its CQ (polled)
+ * @kind: the case
+ * @a: the access to post (rt_case_access())
+ * @cbuf: a page of RT_DATA, the local end
+ * @sbuf: the target's two pages when they are on this host, checked right
+ *	after the access; NULL when the target checks them itself
+ *
+ * The access completes with the status the verbs prescribe, and leaves the
+ * local page alone; the valid WRITE is read back.
+ */
+void rt_case_initiate(struct rdma_cm_id *id, struct ib_pd *pd,
+		      struct ib_cq *cq, enum rt_kind kind,
+		      const struct rt_access *a, u8 *cbuf, const u8 *sbuf)
+{
+	enum ib_wc_status st = IB_WC_GENERAL_ERR;
+	const char *name = rt_names[kind];
+	char why[96];
+	int ret;
+
+	ret = rt_rdma_on(id, pd, cq, a->op, cbuf, a->len, a->raddr, a->rkey,
+			 &st);
+	if (ret) {
+		snprintf(why, sizeof(why), "post/poll failed: %d", ret);
+		rt_result(name, 1, why);
+	} else if (st != a->want) {
+		snprintf(why, sizeof(why), "status %s, expected %s",
+			 ib_wc_status_msg(st), ib_wc_status_msg(a->want));
+		rt_result(name, 1, why);
+	} else if (sbuf && !rt_case_target_intact(kind, sbuf)) {
+		rt_result(name, 1, kind == RT_OK ? "WRITE data wrong" :
+			  "target memory was modified");
+	} else if (kind == RT_OK) {
+		/* The write landed, nothing beyond it; read it back. */
+		memset(cbuf, 0, PAGE_SIZE);
+		ret = rt_rdma_on(id, pd, cq, IB_WR_RDMA_READ, cbuf, a->len,
+				 a->raddr, a->rkey, &st);
+		if (ret || st != IB_WC_SUCCESS ||
+		    !rt_all(cbuf, a->len, RT_DATA) ||
+		    !rt_all(cbuf + a->len, PAGE_SIZE - a->len, 0))
+			rt_result(name, 1, "READ back failed");
+		else
+			rt_result(name, 0, NULL);
+	} else if (!rt_all(cbuf, PAGE_SIZE, RT_DATA)) {
+		rt_result(name, 1, "local sink was modified");
+	} else {
+		rt_result(name, 0, ib_wc_status_msg(st));
+	}
+}
+
 /*
  * One remote access case on a fresh connection. The server's two pages
  * hold RT_GUARD; only the first is registered. The client's buffer holds
@@ -399,7 +452,6 @@ const char * const rt_names[RT_NKINDS] = {
  */
 static void rt_remote_case(enum rt_kind kind)
 {
-	enum ib_wc_status st = IB_WC_GENERAL_ERR;
 	const char *name = rt_names[kind];
 	struct rt_target_adv adv = {};
 	struct ib_pd *other_pd = NULL;
@@ -409,7 +461,6 @@ static void rt_remote_case(enum rt_kind kind)
 	struct rt_pair *p;
 	struct ib_mr *mr;
 	char why[96];
-	int ret;
 
 	sbuf = (u8 *)__get_free_pages(GFP_KERNEL, 1);
 	cbuf = kmalloc(PAGE_SIZE, GFP_KERNEL);
@@ -448,33 +499,7 @@ static void rt_remote_case(enum rt_kind kind)
 	}
 	a = rt_case_access(kind, &adv);
 
-	ret = rt_rdma(p, a.op, cbuf, a.len, a.raddr, a.rkey, &st);
-	if (ret) {
-		snprintf(why, sizeof(why), "post/poll failed: %d", ret);
-		rt_result(name, 1, why);
-	} else if (st != a.want) {
-		snprintf(why, sizeof(why), "status %s, expected %s",
-			 ib_wc_status_msg(st), ib_wc_status_msg(a.want));
-		rt_result(name, 1, why);
-	} else if (!rt_case_target_intact(kind, sbuf)) {
-		rt_result(name, 1, kind == RT_OK ? "WRITE data wrong" :
-			  "target memory was modified");
-	} else if (kind == RT_OK) {
-		/* The write landed, nothing beyond it; read it back. */
-		memset(cbuf, 0, PAGE_SIZE);
-		ret = rt_rdma(p, IB_WR_RDMA_READ, cbuf, a.len, a.raddr,
-			      a.rkey, &st);
-		if (ret || st != IB_WC_SUCCESS ||
-		    !rt_all(cbuf, a.len, RT_DATA) ||
-		    !rt_all(cbuf + a.len, PAGE_SIZE - a.len, 0))
-			rt_result(name, 1, "READ back failed");
-		else
-			rt_result(name, 0, NULL);
-	} else if (!rt_all(cbuf, PAGE_SIZE, RT_DATA)) {
-		rt_result(name, 1, "local sink was modified");
-	} else {
-		rt_result(name, 0, NULL);
-	}
+	rt_case_initiate(p->cli, p->cpd, p->ccq, kind, &a, cbuf, sbuf);
 
 	if (other_pd)
 		ib_dealloc_pd(other_pd);

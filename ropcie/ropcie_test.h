@@ -143,6 +143,10 @@ int rt_rdma_on(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq,
 	       enum ib_wr_opcode op, void *local, u32 len, u64 raddr, u32 rkey,
 	       enum ib_wc_status *status);
 
+void rt_case_initiate(struct rdma_cm_id *id, struct ib_pd *pd,
+		      struct ib_cq *cq, enum rt_kind kind,
+		      const struct rt_access *a, u8 *cbuf, const u8 *sbuf);
+
 /* ropcie_test_remote.c: one end of the access cases per host. */
 int rt_remote_target_start(const char *addr, int port);
 void rt_remote_target_stop(void);

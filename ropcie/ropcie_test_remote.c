@@ -440,7 +440,6 @@ static int rt_initiator_connect(struct rt_conn *c, struct sockaddr_in *dst,
 /* One case from this end; records it. */
 static void rt_initiator_case(struct sockaddr_in *dst, enum rt_kind kind)
 {
-	enum ib_wc_status st = IB_WC_GENERAL_ERR;
 	const char *name = rt_names[kind];
 	struct rt_target_adv adv = {};
 	struct rt_wire_adv *wire;
@@ -480,30 +479,7 @@ static void rt_initiator_case(struct sockaddr_in *dst, enum rt_kind kind)
 	adv.other_addr = le64_to_cpu(wire->other_addr);
 	a = rt_case_access(kind, &adv);
 
-	ret = rt_rdma_on(c.id, c.pd, c.cq, a.op, cbuf, a.len, a.raddr, a.rkey,
-			 &st);
-	if (ret) {
-		snprintf(why, sizeof(why), "post/poll failed: %d", ret);
-		rt_result(name, 1, why);
-	} else if (st != a.want) {
-		snprintf(why, sizeof(why), "status %s, expected %s",
-			 ib_wc_status_msg(st), ib_wc_status_msg(a.want));
-		rt_result(name, 1, why);
-	} else if (kind == RT_OK) {
-		memset(cbuf, 0, PAGE_SIZE);
-		ret = rt_rdma_on(c.id, c.pd, c.cq, IB_WR_RDMA_READ, cbuf,
-				 a.len, a.raddr, a.rkey, &st);
-		if (ret || st != IB_WC_SUCCESS ||
-		    !rt_all(cbuf, a.len, RT_DATA) ||
-		    !rt_all(cbuf + a.len, PAGE_SIZE - a.len, 0))
-			rt_result(name, 1, "READ back failed");
-		else
-			rt_result(name, 0, NULL);
-	} else if (!rt_all(cbuf, PAGE_SIZE, RT_DATA)) {
-		rt_result(name, 1, "local sink was modified");
-	} else {
-		rt_result(name, 0, ib_wc_status_msg(st));
-	}
+	rt_case_initiate(c.id, c.pd, c.cq, kind, &a, cbuf, NULL);
 out:
 	rt_conn_destroy(&c);
 	kfree(cbuf);
