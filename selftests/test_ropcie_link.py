@@ -478,3 +478,36 @@ def test_access_cases_across_the_link(hosts, target):
     for name, (_, why) in case_results(ini_text).items():
         if name != "valid_write_and_read":
             assert why == "remote access error", (name, why)
+
+
+@needs_connections
+def test_live_ping_ends_when_the_peer_device_goes(hosts, pool):
+    """The link device removed there under a live ping (its driver
+    unbound, as a hot unplug or a reset does): the ping here fails within
+    a beat or so (-ECONNRESET: the peer left), the session there fails
+    too, and with the device bound again the link comes back and a new
+    pair runs to the end."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    drv = "/sys/bus/pci/drivers/ropcie_ivshmem"
+    dev = pci_name(there)
+    srv, cli = pool.pair(count=0, size=65536, validate=1)
+    krping.start_running(srv, cli)
+    t0 = time.monotonic()
+    there.sh(f"echo {dev} > {drv}/unbind")
+    try:
+        end = cli.wait_end(BEAT_S + SLACK_S + 10.0 * bed.SCALE)
+        took = time.monotonic() - t0
+        assert end == "failed", cli.describe()
+        assert cli.error == -errno.ECONNRESET, cli.describe()
+        assert srv.wait_end() == "failed", srv.describe()
+        assert not there.link(), "there: ropcie_link/ left after unbind"
+    finally:
+        there.sh(f"[ -e {drv}/{dev} ] || echo {dev} > {drv}/bind")
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    srv2, cli2 = pool.pair(count=5, size=65536, validate=1)
+    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
+        f"{srv2.describe()} | {cli2.describe()}"
+    print(f"# the ping here failed {took:.2f} s after the peer's unbind")
