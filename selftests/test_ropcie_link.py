@@ -389,33 +389,58 @@ def test_injected_descriptor_under_a_live_ping(hosts, scribbler, pool, name,
         f"{srv2.describe()} | {cli2.describe()}"
 
 
+IVSHMEM_DRV = "/sys/bus/pci/drivers/ropcie_ivshmem"
+
+
+def unbind_link_device(side):
+    side.sh(f"echo {pci_name(side)} > {IVSHMEM_DRV}/unbind")
+
+
+def bind_link_device(side):
+    dev = pci_name(side)
+    side.sh(f"[ -e {IVSHMEM_DRV}/{dev} ] || echo {dev} > {IVSHMEM_DRV}/bind")
+
+
+# How the other host goes away under a live ping, and comes back: ropcie
+# removed, or its link device (the driver unbound, as a hot unplug or a
+# reset through the driver looks to ropcie).
+PEER_GOES = {
+    "rmmod": (lambda side: side.sh("rmmod ropcie"), restore_ropcie),
+    "unbind": (unbind_link_device, bind_link_device),
+}
+
+
 @needs_connections
-def test_live_ping_ends_when_the_peer_leaves(hosts, pool):
-    """rmmod ropcie there while a ping runs over the link: the ping here
-    fails within a beat or so (-ECONNRESET: the peer left); with ropcie
-    back, a new pair runs to the end."""
+@pytest.mark.parametrize("how", PEER_GOES)
+def test_live_ping_ends_when_the_peer_goes(hosts, pool, how):
+    """ropcie removed there, or its link device unbound, while a ping runs
+    over the link: the ping here fails within a beat or so (-ECONNRESET:
+    the peer left) and the session there fails with it; once ropcie or
+    the device is back, the link comes up and a new pair runs to the
+    end."""
     here, there = hosts
+    go, come_back = PEER_GOES[how]
     here.wait_state("up", UP_TIMEOUT_S)
     there.wait_state("up", UP_TIMEOUT_S)
     srv, cli = pool.pair(count=0, size=65536, validate=1)
     krping.start_running(srv, cli)
     t0 = time.monotonic()
-    there.sh("rmmod ropcie")
+    go(there)
     try:
         end = cli.wait_end(BEAT_S + SLACK_S + 10.0 * bed.SCALE)
         took = time.monotonic() - t0
         assert end == "failed", cli.describe()
         assert cli.error == -errno.ECONNRESET, cli.describe()
-        # The remote session lost its device with the module.
         assert srv.wait_end() == "failed", srv.describe()
+        assert not there.link(), f"there: ropcie_link/ left after {how}"
     finally:
-        restore_ropcie(there)
+        come_back(there)
     here.wait_state("up", UP_TIMEOUT_S)
     there.wait_state("up", UP_TIMEOUT_S)
     srv2, cli2 = pool.pair(count=5, size=65536, validate=1)
     assert krping.run_pair(srv2, cli2) == ("done", "done"), \
         f"{srv2.describe()} | {cli2.describe()}"
-    print(f"# the ping here failed {took:.2f} s after the peer's rmmod")
+    print(f"# the ping here failed {took:.2f} s after the peer's {how}")
 
 
 # The remote access cases of ropcie_test.ko in its order (rt_names in
@@ -479,35 +504,3 @@ def test_access_cases_across_the_link(hosts, target):
         if name != "valid_write_and_read":
             assert why == "remote access error", (name, why)
 
-
-@needs_connections
-def test_live_ping_ends_when_the_peer_device_goes(hosts, pool):
-    """The link device removed there under a live ping (its driver
-    unbound, as a hot unplug or a reset does): the ping here fails within
-    a beat or so (-ECONNRESET: the peer left), the session there fails
-    too, and with the device bound again the link comes back and a new
-    pair runs to the end."""
-    here, there = hosts
-    here.wait_state("up", UP_TIMEOUT_S)
-    there.wait_state("up", UP_TIMEOUT_S)
-    drv = "/sys/bus/pci/drivers/ropcie_ivshmem"
-    dev = pci_name(there)
-    srv, cli = pool.pair(count=0, size=65536, validate=1)
-    krping.start_running(srv, cli)
-    t0 = time.monotonic()
-    there.sh(f"echo {dev} > {drv}/unbind")
-    try:
-        end = cli.wait_end(BEAT_S + SLACK_S + 10.0 * bed.SCALE)
-        took = time.monotonic() - t0
-        assert end == "failed", cli.describe()
-        assert cli.error == -errno.ECONNRESET, cli.describe()
-        assert srv.wait_end() == "failed", srv.describe()
-        assert not there.link(), "there: ropcie_link/ left after unbind"
-    finally:
-        there.sh(f"[ -e {drv}/{dev} ] || echo {dev} > {drv}/bind")
-    here.wait_state("up", UP_TIMEOUT_S)
-    there.wait_state("up", UP_TIMEOUT_S)
-    srv2, cli2 = pool.pair(count=5, size=65536, validate=1)
-    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
-        f"{srv2.describe()} | {cli2.describe()}"
-    print(f"# the ping here failed {took:.2f} s after the peer's unbind")
