@@ -85,7 +85,7 @@ def working(s):
 @pytest.mark.parametrize("remote_side", ["server", "client"],
                          ids=lambda s: f"remote-{s}")
 @pytest.mark.parametrize("test", TESTS)
-def test_peer_powered_off_mid_run(pool, power_cut, test, remote_side):
+def test_peer_powered_off_mid_run(pool, power_cut, test, remote_side, capsys):
     before_mem = krping.memory_snapshot()
     before_res = krping.rdma_resource_counts()
     srv, cli = pool.pair(count=0, size=SIZE[test], test=test,
@@ -124,4 +124,6 @@ def test_peer_powered_off_mid_run(pool, power_cut, test, remote_side):
     after_res = krping.rdma_resource_counts()
     assert after_res == before_res, \
         f"RDMA resources before {before_res}, after {after_res}"
-    krping.assert_memory_returned(before_mem)
+    growth = krping.assert_memory_returned(before_mem)
+    with capsys.disabled():
+        print(f"# memory growth {growth} kB")
