@@ -25,6 +25,7 @@
 #   make run              deps, builds, then the demo in a 6.12 VM
 #   make vm CMD='...'     run CMD in a VM (KVER=6.12|6.1; see scripts/testbed/vm-run)
 #   make bench            krping against perftest on rxe in a 6.12 VM (not in check)
+#   make bench-pair       krping over ropcie's PCI link vs rxe, two 6.12 VMs
 #
 # KDIR defaults to the running kernel's build dir; when that does not exist
 # (a host whose own kernel has no headers, like our CI machine) it falls
@@ -80,6 +81,10 @@ vm:
 
 # make bench: krping against perftest on rxe in one 6.12 VM, one table
 # (results/bench.txt, results/bench.json). Not part of make check.
-.PHONY: bench
+.PHONY: bench bench-pair
 bench: deps
 	scripts/bench/run.sh $(BENCH_ARGS)
+# make bench-pair: krping over ropcie's PCI link against krping over rxe
+# on the data link of the same two 6.12 VMs (results/bench-pair.txt).
+bench-pair: deps
+	scripts/bench/run.sh --pair $(BENCH_ARGS)

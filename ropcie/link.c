@@ -144,7 +144,7 @@ static void ropcie_link_beat(struct work_struct *work)
 		ropcie_link_up(link);
 
 	/* The transport polls at each beat: a lost doorbell costs a beat. */
-	ropcie_xport_doorbell(link);
+	ropcie_xport_doorbell(link, false);
 	queue_delayed_work(system_wq, &link->beat_work,
 			   msecs_to_jiffies(ROPCIE_LINK_BEAT_MS));
 unlock:
@@ -164,7 +164,7 @@ void ropcie_link_db_event(struct ropcie_link *link)
 	atomic64_inc(&link->doorbells);
 	spin_lock_irqsave(&link->db_lock, flags);
 	if (!link->stopping_db) {
-		ropcie_xport_doorbell(link);
+		ropcie_xport_doorbell(link, true);
 		/* The handshake waits for doorbells; the rings do not. */
 		if (READ_ONCE(link->state) != ROPCIE_LINK_UP)
 			mod_delayed_work(system_wq, &link->beat_work, 0);

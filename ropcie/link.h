@@ -123,7 +123,7 @@ int ropcie_xport_create(struct ropcie_link *link);
 void ropcie_xport_destroy(struct ropcie_link *link);
 void ropcie_xport_up(struct ropcie_link *link);
 void ropcie_xport_down(struct ropcie_link *link);
-void ropcie_xport_doorbell(struct ropcie_link *link);
+void ropcie_xport_doorbell(struct ropcie_link *link, bool rang);
 int ropcie_xport_show(struct ropcie_link *link, char *buf);
 int ropcie_xport_inject(struct ropcie_link *link, int ring, const void *desc,
 			const void *payload, size_t len);

@@ -68,6 +68,8 @@ DECLARE_RWSEM(ropcie_lx_life);
  * @rx: the consumers of the two inbound rings
  * @rx_wq: where they sleep
  * @rx_events: bumped by each doorbell and beat
+ * @rang_at: when profiling, the doorbell each ring's consumer has not yet
+ *	taken (ktime_get_ns(); 0: none)
  * @conns: connection (QP) id on the link -> QP, held
  * @ctrl: control messages to send (struct ropcie_lx_ctrl), under @lock
  * @ctrl_work: sends them, and the RECV_POSTED notices
@@ -92,6 +94,7 @@ struct ropcie_xport {
 	} rx[ROPCIE_WIRE_NR_RINGS];
 	wait_queue_head_t rx_wq;
 	atomic_t rx_events;
+	atomic64_t rang_at[ROPCIE_WIRE_NR_RINGS];
 	struct xarray conns;
 	struct list_head ctrl;
 	struct work_struct ctrl_work;
@@ -126,6 +129,7 @@ struct ropcie_lx_ctrl {
  * @done: the verdict is in @status (or @rnr)
  * @rnr: a SEND found no receive: send it again once one is posted
  * @status: the verdict
+ * @answered_at: when profiling, when @done was set (ktime_get_ns())
  */
 struct ropcie_lx_wait {
 	u32 msn;
@@ -135,6 +139,7 @@ struct ropcie_lx_wait {
 	unsigned long progress;
 	bool done, rnr;
 	enum ib_wc_status status;
+	u64 answered_at;
 };
 
 /* A request without an answer for this long fails its QP. */
@@ -714,6 +719,7 @@ static int ropcie_lx_transfer(struct ropcie_qp *qp,
 	struct ropcie_lx_wait w = {};
 	struct ropcie_wire_msg m = {};
 	unsigned long flags, timeout = ropcie_lx_request_timeout();
+	u64 t_begin = ropcie_prof_now(), t_sent = 0;
 	struct ropcie_xport *x;
 	u32 gen;
 	int ret;
@@ -778,6 +784,10 @@ static int ropcie_lx_transfer(struct ropcie_qp *qp,
 	default:
 		ret = -EINVAL;
 	}
+	if (t_begin && !ret) {
+		t_sent = ktime_get_ns();
+		ropcie_prof_add(ROPCIE_PROF_LX_SEND, t_sent - t_begin);
+	}
 
 	while (!ret) {
 		unsigned long seen = READ_ONCE(w.progress);
@@ -795,6 +805,12 @@ static int ropcie_lx_transfer(struct ropcie_qp *qp,
 	qp->lx.wait = NULL;
 	mutex_unlock(&qp->lx.wait_lock);
 	up_read(&ropcie_lx_life);
+	/* An answer taken before t_sent was stamped is left out. */
+	if (t_sent && w.done && w.answered_at > t_sent) {
+		ropcie_prof_add(ROPCIE_PROF_LX_WAIT, w.answered_at - t_sent);
+		ropcie_prof_add(ROPCIE_PROF_LX_WAKE,
+				ktime_get_ns() - w.answered_at);
+	}
 
 	if (ret == -EFAULT) {
 		*status = IB_WC_LOC_PROT_ERR;
@@ -1068,8 +1084,10 @@ static int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 	default:
 		break;
 	}
-	if (READ_ONCE(w->done))
+	if (READ_ONCE(w->done)) {
+		w->answered_at = ropcie_prof_now();
 		ropcie_qp_kick(qp);
+	}
 out:
 	mutex_unlock(&qp->lx.wait_lock);
 	ropcie_qp_put(qp);
@@ -1078,10 +1096,12 @@ out:
 
 /*
  * Consume ring @ring of the inbound window from *@cons on, in
- * generation @gen, until it is empty. Return: <0 when the peer broke it.
+ * generation @gen, until it is empty. @rang_at: when profiling, the
+ * doorbell the first descriptor answers (0: none). Return: <0 when the
+ * peer broke it.
  */
 static int ropcie_lx_drain(struct ropcie_xport *x, int ring, u32 gen,
-			   u32 *cons)
+			   u32 *cons, u64 rang_at)
 {
 	const struct ropcie_wire_geom *g = &x->link->gin;
 	void *win = x->link->hw->in;
@@ -1105,6 +1125,7 @@ static int ropcie_lx_drain(struct ropcie_xport *x, int ring, u32 gen,
 			struct ropcie_wire_desc d;
 			struct ropcie_wire_msg m;
 			void *payload;
+			u64 t;
 			int ret;
 
 			memcpy(&d, ropcie_lx_desc(win, g, ring, *cons), sizeof(d));
@@ -1114,10 +1135,19 @@ static int ropcie_lx_drain(struct ropcie_xport *x, int ring, u32 gen,
 				return -EPROTO;
 			}
 			payload = ropcie_lx_data(win, g, ring, *cons);
+			t = ropcie_prof_now();
+			if (t && rang_at) {
+				ropcie_prof_add(ROPCIE_PROF_LX_BELL, t - rang_at);
+				rang_at = 0;
+			}
 			if (ring == ROPCIE_WIRE_REQ)
 				ret = ropcie_lx_rx_request(x, gen, &m, payload);
 			else
 				ret = ropcie_lx_rx_response(x, gen, &m, payload);
+			if (t && ring == ROPCIE_WIRE_REQ && m.type != ROPCIE_WIRE_CM &&
+			    m.type != ROPCIE_WIRE_RECV_POSTED)
+				ropcie_prof_add(ROPCIE_PROF_LX_SERVE,
+						ktime_get_ns() - t);
 			if (ret)
 				return ret;	/* the handler failed the link */
 			atomic64_inc(&x->stats.rx);
@@ -1156,6 +1186,7 @@ static int ropcie_lx_rx_thread(void *arg)
 	while (!kthread_should_stop()) {
 		int seen = atomic_read(&x->rx_events);
 		unsigned long flags;
+		u64 rang_at;
 		bool up;
 		u32 cur;
 
@@ -1167,7 +1198,10 @@ static int ropcie_lx_rx_thread(void *arg)
 			gen = cur;
 			cons = 0;
 		}
-		if (up && gen != broken && ropcie_lx_drain(x, ring, gen, &cons))
+		/* A doorbell for the other ring, or for nothing new, is dropped. */
+		rang_at = atomic64_xchg(&x->rang_at[ring], 0);
+		if (up && gen != broken &&
+		    ropcie_lx_drain(x, ring, gen, &cons, rang_at))
 			broken = gen;
 		/* Asleep, then look again: Dekker with the producer. */
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 1);
@@ -1239,13 +1273,19 @@ int ropcie_xport_inject(struct ropcie_link *link, int ring, const void *desc,
 /**
  * ropcie_xport_doorbell() - the peer rang, or a beat passed
  * @link: the link
+ * @rang: the peer rang (for the profile: the time the consumers start)
  *
  * Context: any.
  */
-void ropcie_xport_doorbell(struct ropcie_link *link)
+void ropcie_xport_doorbell(struct ropcie_link *link, bool rang)
 {
 	struct ropcie_xport *x = link->xport;
+	u64 t = rang ? ropcie_prof_now() : 0;
+	int ring;
 
+	/* The ring it rang for is not known: both, the first ring kept. */
+	for (ring = 0; t && ring < ROPCIE_WIRE_NR_RINGS; ring++)
+		atomic64_cmpxchg(&x->rang_at[ring], 0, t);
 	atomic_inc(&x->rx_events);
 	wake_up(&x->rx_wq);
 	wake_up(&x->tx_wq);
@@ -1270,7 +1310,7 @@ void ropcie_xport_up(struct ropcie_link *link)
 	}
 	spin_unlock(&x->lock);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-	ropcie_xport_doorbell(link);
+	ropcie_xport_doorbell(link, false);
 }
 
 /* Fail every connection of the current generation; then a new one. */

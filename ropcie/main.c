@@ -113,6 +113,11 @@ static const char * const ropcie_prof_names[ROPCIE_PROF_NR] = {
 	[ROPCIE_PROF_COMPLETE] = "complete",
 	[ROPCIE_PROF_LANDED] = "landed",
 	[ROPCIE_PROF_TURNAROUND] = "turnaround",
+	[ROPCIE_PROF_LX_SEND] = "lx_send",
+	[ROPCIE_PROF_LX_WAIT] = "lx_wait",
+	[ROPCIE_PROF_LX_WAKE] = "lx_wake",
+	[ROPCIE_PROF_LX_BELL] = "lx_bell",
+	[ROPCIE_PROF_LX_SERVE] = "lx_serve",
 };
 
 static unsigned int ropcie_prof_bucket(u64 ns)

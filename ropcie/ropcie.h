@@ -284,6 +284,12 @@ enum ropcie_prof_stage {
 	ROPCIE_PROF_COMPLETE,	/* the CQ post, completion handler included */
 	ROPCIE_PROF_LANDED,	/* post_send entry to the data in place */
 	ROPCIE_PROF_TURNAROUND,	/* a WRITE starting to the target's next post */
+	/* Over a link, each on its own host's clock (link_transport.c): */
+	ROPCIE_PROF_LX_SEND,	/* transfer entry to the request in the ring */
+	ROPCIE_PROF_LX_WAIT,	/* request in the ring to its verdict taken */
+	ROPCIE_PROF_LX_WAKE,	/* verdict taken to the requester running */
+	ROPCIE_PROF_LX_BELL,	/* doorbell interrupt to a descriptor taken */
+	ROPCIE_PROF_LX_SERVE,	/* a request taken to its answer in the ring */
 	ROPCIE_PROF_NR
 };
 

@@ -12,7 +12,8 @@
  * /sys/module/ropcie_test/parameters/results ("ok NAME" or
  * "not ok NAME: why"). With role=target on one host and role=initiator
  * on another, the remote access cases run with one end per host
- * (ropcie_test_remote.c).
+ * (ropcie_test_remote.c). role=memcpy only measures the kernel's memcpy()
+ * bandwidth, for make bench (ropcie_test_memcpy.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -48,7 +49,7 @@ MODULE_PARM_DESC(lost_wait_ms, "How long a dropped connection request may stay u
 
 static char role[16];
 module_param_string(role, role, sizeof(role), 0444);
-MODULE_PARM_DESC(role, "empty: every case on this host; target or initiator: one end of the remote access cases per host, addr being the target's");
+MODULE_PARM_DESC(role, "empty: every case on this host; target or initiator: one end of the remote access cases per host, addr being the target's; memcpy: measure memcpy() bandwidth only");
 
 static char results[4096];
 module_param_string(results, results, sizeof(results), 0444);
@@ -1497,6 +1498,10 @@ static int __init rt_init(void)
 	if (!strcmp(role, "initiator")) {
 		rt_remote_initiator(addr, port);
 		pr_info("%d cases, %d failed\n", rt_run, rt_failed);
+		return 0;
+	}
+	if (!strcmp(role, "memcpy")) {
+		rt_memcpy_bench();
 		return 0;
 	}
 	if (role[0])

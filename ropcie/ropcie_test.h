@@ -152,4 +152,7 @@ int rt_remote_target_start(const char *addr, int port);
 void rt_remote_target_stop(void);
 void rt_remote_initiator(const char *addr, int port);
 
+/* ropcie_test_memcpy.c: role=memcpy. */
+void rt_memcpy_bench(void);
+
 #endif /* ROPCIE_TEST_H */

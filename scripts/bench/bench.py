@@ -33,8 +33,17 @@ The rxe figures are the krping rows above (measured again if those rows
 were not in --tests). ropcie runs without poll by default (--ropcie-poll
 1 to change): a polling krping thread and the QP's kthread compete for the
 VM's two vCPUs (Documentation/ropcie.rst, Performance). The memcpy figure
-is measured as in Documentation/ropcie.rst: a Python bytearray slice copy
-of 64 MiB, median of MEMCPY_REPS copies after one warm-up.
+is the kernel's: ropcie_test.ko loaded with role=memcpy copies 64 MiB
+between two vmalloc buffers with memcpy(), five times after a warm-up,
+and reports the median ($ROPCIE_TEST_KO, which vm-run sets).
+
+Across two hosts (--remote HOST, make bench-pair: the two guests of
+scripts/testbed/vm-pair --provider ropcie), every krping run has its
+server on HOST (tools/krping pair --remote), ropcie0 is the PCI link's
+device (--ropcie-addr, HOST's address on it) and rxe0 is added on
+--rxe-netdev of both hosts (HOST's address: --addr). Only the ropcie
+rows run there: the perftest table needs its servers on HOST, which this
+script does not start.
 
 Latency ratios are krping/perftest (target <= 1.0), bandwidth ratios
 krping/perftest (target >= 1.0), each of the medians of --reps runs
@@ -57,6 +66,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -79,8 +89,7 @@ TXDEPTH = 128           # perftest's default tx depth for bw
 ROPCIE_ROWS = [("bw", 65536, 2000, ">=20"), ("bw", 1048576, 200, ">=20"),
                ("wlat", 64, 1000, "<=0.25")]
 ROPCIE_DEV, ROPCIE_NETDEV, ROPCIE_ADDR = "ropcie0", "rp0", "10.77.0.1"
-MEMCPY_BYTES = 64 << 20
-MEMCPY_REPS = 5
+ROPCIE_TEST_KO = os.environ.get("ROPCIE_TEST_KO", "")
 
 PERFTEST = {"wlat": "ib_write_lat", "rlat": "ib_read_lat",
             "bw": "ib_write_bw", "send": "ib_send_lat"}
@@ -178,6 +187,8 @@ class Bench:
                "--port", str(port), "--test", test, "--size", str(size),
                "--count", str(iters), "--json", "--timeout",
                str(a.cmd_timeout)]
+        if a.remote:
+            cmd += ["--remote", a.remote]
         if poll if poll is not None else test != "ping":
             cmd.append("--poll")
         if test == "bw":
@@ -232,34 +243,81 @@ def parse_perftest(text, test):
     return None
 
 
-def memcpy_mb_per_sec(nbytes=MEMCPY_BYTES, reps=MEMCPY_REPS):
-    """Single-thread memcpy bandwidth (MB/s, 2^20), as in
-    Documentation/ropcie.rst: bytearray slice copies of nbytes; the median
-    of reps copies after one warm-up, and every copy's figure."""
-    src = bytearray(os.urandom(1 << 20)) * (nbytes >> 20)
-    dst = bytearray(len(src))
-    dst[:] = src                        # warm-up: fault in both buffers
-    runs = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        dst[:] = src
-        runs.append(len(src) / (time.perf_counter() - t0) / (1 << 20))
-    if dst != src:
-        raise RuntimeError("memcpy: copy differs")
-    return statistics.median(runs), runs
+def memcpy_mb_per_sec():
+    """The kernel's single-thread memcpy() bandwidth (MB/s, 2^20): load
+    ropcie_test.ko with role=memcpy and read its result line ("ok memcpy:
+    median N MB/s, runs A B C D E"). Returns (median, runs)."""
+    if not ROPCIE_TEST_KO:
+        raise RuntimeError("no ROPCIE_TEST_KO (vm-run sets it)")
+    subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
+    cp = subprocess.run(["insmod", ROPCIE_TEST_KO, "role=memcpy"],
+                        capture_output=True, text=True)
+    if cp.returncode:
+        raise RuntimeError(f"insmod {ROPCIE_TEST_KO}: {cp.stderr.strip()}")
+    try:
+        with open("/sys/module/ropcie_test/parameters/results") as f:
+            line = f.read().strip()
+    finally:
+        subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
+    words = line.replace(",", "").split()
+    if not line.startswith("ok memcpy:") or "runs" not in words:
+        raise RuntimeError(f"ropcie_test role=memcpy: {line!r}")
+    runs = [float(w) for w in words[words.index("runs") + 1:]]
+    return float(words[words.index("median") + 1]), runs
 
 
-def ropcie_setup():
+def sh(*cmd, remote=None):
+    """Run cmd here, or on remote through ssh; raise with its stderr."""
+    if remote:
+        cmd = ("ssh", remote, shlex.join(cmd))
+    cp = subprocess.run(cmd, capture_output=True, text=True)
+    if cp.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: {cp.stderr.strip()}")
+    return cp.stdout
+
+
+def port_active(dev, remote=None):
+    """Wait up to 10 s for dev's port 1 to be ACTIVE, here or on remote."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if "ACTIVE" in sh("cat", f"/sys/class/infiniband/{dev}/ports/1/"
+                              "state", remote=remote):
+                return True
+        except RuntimeError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def rxe_setup(netdev, remote):
+    """rxe0 on netdev, here and on remote, unless there already; None if
+    ready, else why not."""
+    for host in (None, remote):
+        try:
+            sh("modprobe", "rdma_rxe", remote=host)
+            if "rxe0" not in sh("ls", "/sys/class/infiniband", remote=host):
+                sh("rdma", "link", "add", "rxe0", "type", "rxe", "netdev",
+                   netdev, remote=host)
+        except RuntimeError as e:
+            return str(e)
+        if not port_active("rxe0", host):
+            return f"rxe0 not ACTIVE after 10 s on {host or 'this host'}"
+    return None
+
+
+def ropcie_setup(remote):
     """ropcie0 on a dummy rp0 with 10.77.0.1/24, as selftests/test_ropcie.py
-    sets it up; None if ready, else why not."""
+    sets it up, or across hosts the link's ropcie0 (vm-pair's) ACTIVE on
+    both; None if ready, else why not."""
     if not os.path.isdir("/sys/module/ropcie"):
         return "ropcie.ko not loaded (vm-run loads it when built)"
-
-    def sh(*cmd):
-        cp = subprocess.run(cmd, capture_output=True, text=True)
-        if cp.returncode:
-            raise RuntimeError(f"{' '.join(cmd)}: {cp.stderr.strip()}")
-
+    if remote:
+        for host in (None, remote):
+            if not port_active(ROPCIE_DEV, host):
+                return (f"{ROPCIE_DEV} not ACTIVE on {host or 'this host'}"
+                        " (vm-pair --provider ropcie adds it)")
+        return None
     try:
         if not os.path.exists(f"/sys/class/net/{ROPCIE_NETDEV}"):
             sh("modprobe", "dummy", "numdummies=0")
@@ -272,20 +330,36 @@ def ropcie_setup():
                "netdev", ROPCIE_NETDEV)
     except RuntimeError as e:
         return str(e)
-    state = f"/sys/class/infiniband/{ROPCIE_DEV}/ports/1/state"
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with open(state) as f:
-                if "ACTIVE" in f.read():
-                    return None
-        except OSError:
-            pass
-        time.sleep(0.1)
+    if port_active(ROPCIE_DEV):
+        return None
     return f"{ROPCIE_DEV} not ACTIVE after 10 s"
 
 
-def ropcie_teardown():
+PROFILE = "/sys/kernel/debug/ropcie/profile"
+PROFILE_PARAM = "/sys/module/ropcie/parameters/profile"
+
+
+def ropcie_profile(b, args):
+    """Where a 64 B WRITE's time goes: krping wlat over ropcie0 with
+    ropcie's profile on (here and on --remote), as Documentation/ropcie.rst
+    describes. Returns {host: profile text} and krping's figures."""
+    hosts = [None] + ([args.remote] if args.remote else [])
+    for h in hosts:
+        sh("sh", "-c", f"echo 1 > {PROFILE_PARAM} && echo 0 > {PROFILE}",
+           remote=h)
+    try:
+        fig = b.krping("wlat", 64, args.profile_count,
+                       addr=args.ropcie_addr, poll=bool(args.ropcie_poll),
+                       dev=ROPCIE_DEV)
+    finally:
+        for h in hosts:
+            sh("sh", "-c", f"echo 0 > {PROFILE_PARAM}", remote=h)
+    return {h or "local": sh("cat", PROFILE, remote=h) for h in hosts}, fig
+
+
+def ropcie_teardown(remote):
+    if remote:
+        return                  # vm-pair's device: it stays
     subprocess.run(["rdma", "link", "delete", ROPCIE_DEV],
                    capture_output=True)
     subprocess.run(["ip", "link", "del", ROPCIE_NETDEV], capture_output=True)
@@ -323,7 +397,9 @@ def main():
     ap.add_argument("--gid-index", type=int, default=1,
                     help="perftest -x: the RoCE v2 IPv4 GID (1 on rxe)")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    ap.add_argument("--tests", default="wlat,rlat,bw,ping")
+    ap.add_argument("--tests", default=None,
+                    help="the krping vs perftest rows (default wlat,rlat,"
+                    "bw,ping; none with --remote)")
     ap.add_argument("--reps", type=int, default=5,
                     help="measure each row REPS times per tool, "
                     "alternating (krping, perftest, perftest, krping, ...); "
@@ -337,11 +413,28 @@ def main():
                     help="leave out the krping over ropcie0 rows")
     ap.add_argument("--ropcie-poll", type=int, choices=(0, 1), default=0,
                     help="krping poll= for the ropcie0 runs (default 0)")
+    ap.add_argument("--remote", metavar="HOST",
+                    help="across two hosts: the servers run on HOST "
+                    "(ssh); --addr is HOST's rxe address")
+    ap.add_argument("--ropcie-addr", default=ROPCIE_ADDR,
+                    help=f"address of ropcie0's netdev (default "
+                    f"{ROPCIE_ADDR}; with --remote, HOST's on the link)")
+    ap.add_argument("--rxe-netdev", default="data",
+                    help="with --remote: the netdev of rxe0 on both hosts "
+                    "(default data)")
+    ap.add_argument("--profile-count", type=int, default=1000,
+                    help="iterations of the profiled wlat 64 B run over "
+                    "ropcie0 (0: none)")
     ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
     args = ap.parse_args()
+    if args.tests is None:
+        args.tests = "" if args.remote else "wlat,rlat,bw,ping"
+    elif args.remote and args.tests:
+        ap.error("--tests with --remote: the perftest rows need perftest "
+                 "servers on HOST, which this script does not start")
 
     sizes = [int(s) for s in args.sizes.split(",")]
-    tests = args.tests.split(",")
+    tests = [t for t in args.tests.split(",") if t]
     b = Bench(args)
     t_start = time.monotonic()
 
@@ -409,25 +502,33 @@ def main():
             f"ratio {fmt(ratio, 3)}")
 
     # -- krping over ropcie0 next to krping over rxe --------------------
-    ropcie = {"device": ROPCIE_DEV, "netdev": ROPCIE_NETDEV,
-              "addr": ROPCIE_ADDR, "poll": args.ropcie_poll, "rows": []}
-    why = "--no-ropcie" if args.no_ropcie else ropcie_setup()
+    where = (f"the PCI link to {args.remote}" if args.remote
+             else f"dummy {ROPCIE_NETDEV}")
+    ropcie = {"device": ROPCIE_DEV, "netdev": where,
+              "addr": args.ropcie_addr, "remote": args.remote,
+              "poll": args.ropcie_poll, "rows": []}
+    why = "--no-ropcie" if args.no_ropcie else ropcie_setup(args.remote)
+    if not why and args.remote:
+        why = rxe_setup(args.rxe_netdev, args.remote)
     if why:
         ropcie["skipped"] = why
         log(f"ropcie rows skipped: {why}")
     else:
         mc, mc_runs = memcpy_mb_per_sec()
         ropcie.update(memcpy_mb_per_sec=mc, memcpy_runs=mc_runs,
-                      memcpy_method=f"python bytearray slice copy of "
-                      f"{MEMCPY_BYTES >> 20} MiB, median of {MEMCPY_REPS}")
+                      memcpy_method="the kernel's memcpy() of 64 MiB "
+                      "between vmalloc buffers (ropcie_test.ko "
+                      "role=memcpy), median of 5")
         log(f"memcpy {mc:.0f} MB/s (runs "
             f"{'/'.join(f'{x:.0f}' for x in mc_runs)})")
         bykey = {(r["test"], r["size"]): r for r in rows}
         for test, size, iters, target in ROPCIE_ROWS:
+            if args.remote and test == "wlat":
+                target = "<=0.2"        # issue 14's target for the link
             key = ("bw_average_mb_per_sec" if test == "bw"
                    else "t_typical_usec")
             unit = "MB/s avg" if test == "bw" else "usec median"
-            rp = [b.krping(test, size, iters, addr=ROPCIE_ADDR,
+            rp = [b.krping(test, size, iters, addr=args.ropcie_addr,
                            poll=bool(args.ropcie_poll), dev=ROPCIE_DEV)
                   for _ in range(args.reps)]
             rv = median_of(rp, key)
@@ -478,15 +579,23 @@ def main():
                      "unit": "MB/s avg", "target": ">=0.5",
                      "met": None if r2 is None else r2 >= 0.5,
                      "ropcie_runs": [f and f.get(key) for f in rp]})
-        ropcie_teardown()
+        if args.profile_count:
+            ropcie["profile"], fig = ropcie_profile(b, args)
+            ropcie["profile_wlat_usec"] = fig and fig.get("t_typical_usec")
+        ropcie_teardown(args.remote)
 
     elapsed = time.monotonic() - t_start
     head = (f"{'size':>8}  {'test':<5} {'iters':>6}  {'krping':>10}  "
             f"{'perftest':>10}  {'ratio':>6}  {'pairs':<11}  {'unit':<12} "
             f"target")
-    lines = [f"krping vs perftest on {args.dev} ({args.addr}), "
-             f"kernel {os.uname().release}, clocksource {clocksource()}, "
-             f"reps {args.reps}", head]
+    if rows:
+        lines = [f"krping vs perftest on {args.dev} ({args.addr}), "
+                 f"kernel {os.uname().release}, clocksource "
+                 f"{clocksource()}, reps {args.reps}", head]
+    else:
+        lines = [f"kernel {os.uname().release}, clocksource "
+                 f"{clocksource()}, reps {args.reps}"
+                 + (f", servers on {args.remote}" if args.remote else "")]
     for r in rows:
         mark = {True: "ok", False: "MISSED", None: "-"}[r["met"]]
         pr = r.get("pair_ratios")
@@ -495,7 +604,7 @@ def main():
                      f"{fmt(r['krping']):>10}  {fmt(r['perftest']):>10}  "
                      f"{fmt(r['ratio'], 3):>6}  {pairs:<11}  "
                      f"{r['unit']:<12} {r['target']} {mark}")
-    if args.reps > 1:
+    if args.reps > 1 and rows:
         lines.append("each run (the figures above are the medians):")
         for r in rows:
             runs = lambda v: "/".join(fmt(x) for x in v) or "-"  # noqa: E731
@@ -503,9 +612,9 @@ def main():
                          f"{runs(r['krping_runs'])}  perftest "
                          f"{runs(r['perftest_runs'])}")
     if ropcie["rows"]:
-        lines.append(f"krping over {ROPCIE_DEV} ({ROPCIE_ADDR} on dummy "
-                     f"{ROPCIE_NETDEV}, poll={args.ropcie_poll}) vs krping "
-                     f"over {args.dev} (poll=1)")
+        lines.append(f"krping over {ROPCIE_DEV} ({args.ropcie_addr} on "
+                     f"{where}, poll={args.ropcie_poll}) vs krping "
+                     f"over {args.dev} ({args.addr}, poll=1)")
         lines.append(f"{'size':>8}  {'test':<8} {'iters':>6}  "
                      f"{'ropcie':>10}  {'rxe':>10}  {'ratio':>6}  "
                      f"{'unit':<12} target")
@@ -526,21 +635,27 @@ def main():
         lines.append(f"memcpy: {ropcie['memcpy_mb_per_sec']:.0f} MB/s "
                      f"single thread ({ropcie['memcpy_method']}); bw/mc "
                      f"rows: ropcie bw / memcpy, memcpy in the rxe column")
+        for host, text in ropcie.get("profile", {}).items():
+            lines.append(f"ropcie profile of wlat 64 B x{args.profile_count}"
+                         f" (median {fmt(ropcie['profile_wlat_usec'])} us), "
+                         f"{host}:")
+            lines += ["  " + t for t in text.splitlines()]
     elif ropcie.get("skipped"):
         lines.append(f"ropcie rows skipped: {ropcie['skipped']}")
     if send16 is not None:
         lines.append(f"ping model: ib_send_lat {SEND_SIZE} B median "
                      f"{send16:.2f} usec; wlat/rlat from the rows above")
-    lines.append(f"latency: median (t_typical) in usec, ratio "
-                 f"krping/perftest; bw: BW average MB/s (2^20), ratio "
-                 f"krping/perftest; pairs: the lowest and highest ratio "
-                 f"of the i-th krping run to the i-th perftest run; "
-                 f"measured in {elapsed:.0f} s")
+    if rows:
+        lines.append("latency: median (t_typical) in usec, ratio "
+                     "krping/perftest; bw: BW average MB/s (2^20), ratio "
+                     "krping/perftest; pairs: the lowest and highest ratio "
+                     "of the i-th krping run to the i-th perftest run")
+    lines.append(f"measured in {elapsed:.0f} s")
     table = "\n".join(lines)
     print(table, flush=True)
 
     doc = {"kernel": os.uname().release, "clocksource": clocksource(),
-           "device": args.dev,
+           "device": args.dev, "remote": args.remote,
            "addr": args.addr, "gid_index": args.gid_index,
            "reps": args.reps, "txdepth": args.txdepth,
            "send_lat_16b_usec": send16, "seconds": round(elapsed, 1),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Usage: scripts/bench/run.sh [BENCH.PY ARGS...]      (make bench)
+# Usage: scripts/bench/run.sh [--pair] [BENCH.PY ARGS...]
+#                                         (make bench, make bench-pair)
 # Build rdma_krping.ko for 6.12, boot one 6.12 test VM (scripts/testbed/
 # vm-run: rxe0 on 10.9.0.1) and run scripts/bench/bench.py in it: krping
 # (tools/krping pair) and perftest (ib_write_lat, ib_read_lat, ib_write_bw,
@@ -12,6 +13,13 @@
 # then size, test, ropcie, rxe, ratio) and writes it to
 # $KRPING_RESULTS/bench.txt and bench.json (default results/). Arguments
 # go to bench.py, e.g. --reps 2, --scale 0.5, --sizes 64,4096.
+#
+# --pair (make bench-pair): two 6.12 guests instead (scripts/testbed/
+# vm-pair --provider ropcie: ropcie0 over their PCI link, 10.9.2.x) and
+# bench.py --remote in the first: krping over the link against krping
+# over rxe0 on their data link (10.9.1.x, which bench.py adds on both),
+# each server on the second guest, and the kernel's memcpy bandwidth.
+# Output in $KRPING_RESULTS/bench-pair.txt and bench-pair.json.
 #
 # Timing is not a test: make check does not run this. Under QEMU TCG the
 # absolute figures mean little; compare the ratios.
@@ -24,8 +32,14 @@ set -euo pipefail
 
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 KVER=${KRPING_BENCH_KVER:-6.12}
+name=bench
+if [[ ${1:-} == --pair ]]; then
+	name=bench-pair
+	shift
+fi
+SMP=${KRPING_BENCH_SMP:-2}
 mkdir -p "$RESULTS"
-rm -rf "$RESULTS/vm-bench" "$RESULTS/bench.json" "$RESULTS/bench.txt"
+rm -rf "$RESULTS/vm-$name" "$RESULTS/$name.json" "$RESULTS/$name.txt"
 
 start=$(tb_now)
 "$TB_DIR/build.sh" --tap /dev/null "$KVER" >&2
@@ -37,19 +51,34 @@ start=$(tb_now)
 # boots); vm-run boots a guest that dies before the benchmark starts again.
 # make check leaves the clocksource alone.
 rc=0
-"$TB_DIR/vm-run" --kver "$KVER" --out "$RESULTS/vm-bench" \
-	--append tsc=reliable \
-	--timeout "${KRPING_BENCH_TIMEOUT:-1200}" -- \
-	sh -c '/usr/bin/python3 selftests/lib/single_host.py up &&
-		exec /usr/bin/python3 scripts/bench/bench.py "$@"' sh "$@" || rc=$?
-for f in bench.json bench.txt; do
-	[[ -f $RESULTS/vm-bench/$f ]] && cp "$RESULTS/vm-bench/$f" "$RESULTS/$f"
-done
-if [[ -f $RESULTS/bench.json ]]; then
-	tb_log "table: $RESULTS/bench.txt, JSON: $RESULTS/bench.json"
+if [[ $name == bench ]]; then
+	"$TB_DIR/vm-run" --kver "$KVER" --out "$RESULTS/vm-$name" \
+		--append tsc=reliable \
+		--timeout "${KRPING_BENCH_TIMEOUT:-1200}" -- \
+		sh -c '/usr/bin/python3 selftests/lib/single_host.py up &&
+			exec /usr/bin/python3 scripts/bench/bench.py "$@"' sh "$@" || rc=$?
+	out=$RESULTS/vm-$name
 else
-	tb_log "no results (exit $rc); VM output in $RESULTS/vm-bench"
+	# B's data address is vm-pair's fixed 10.9.1.2; REMOTE_ADDR (B's on
+	# the link) and REMOTE_ARGS (its ssh destination) are set in A.
+	# shellcheck disable=SC2016 # expanded by the guest's sh
+	"$TB_DIR/vm-pair" --provider ropcie --kver "$KVER" --remote-kver "$KVER" \
+		--smp "$SMP" --remote-smp "$SMP" \
+		--append tsc=reliable --out "$RESULTS/vm-$name" \
+		--timeout "${KRPING_BENCH_TIMEOUT:-1200}" -- \
+		sh -c 'exec /usr/bin/python3 scripts/bench/bench.py \
+			--remote "$REMOTE_ARGS" --addr 10.9.1.2 \
+			--ropcie-addr "$REMOTE_ADDR" "$@"' sh "$@" || rc=$?
+	out=$RESULTS/vm-$name/local
+fi
+for f in bench.json bench.txt; do
+	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${f/bench/$name}"
+done
+if [[ -f $RESULTS/$name.json ]]; then
+	tb_log "table: $RESULTS/$name.txt, JSON: $RESULTS/$name.json"
+else
+	tb_log "no results (exit $rc); VM output in $RESULTS/vm-$name"
 	((rc)) || rc=1
 fi
-tb_log "make bench took $(tb_elapsed "$start") s"
+tb_log "make $name took $(tb_elapsed "$start") s"
 exit "$rc"
