@@ -181,7 +181,8 @@ MODES = {
     "worker": dict(inline_max=0),
     "inline": dict(inline_max=4096),
 }
-STAGES = ("post", "queue", "exec", "complete", "landed", "turnaround")
+STAGES = ("post", "queue", "exec", "complete", "landed", "turnaround",
+          "lx_send", "lx_wait", "lx_wake", "lx_bell", "lx_serve")
 
 
 def set_params(**params):
@@ -264,6 +265,9 @@ def test_ropcie_modes(pool, profiling, mode, test):
     if test == "wlat":
         # The answer to each WRITE but the last is another WRITE.
         assert stages["turnaround"]["count"] >= 2 * count - 2, stages
+    # One host: nothing crossed a link.
+    assert all(st["count"] == 0 for name, st in stages.items()
+               if name.startswith("lx_")), stages
     for name, st in stages.items():
         if st["count"]:
             # Percentiles are the middle of a bucket 1/8 of its value wide.
