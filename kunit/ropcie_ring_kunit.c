@@ -104,6 +104,35 @@ static void ropcie_ring_test_full(struct kunit *test)
 	ropcie_ring_free(&r);
 }
 
+/* Peeking past unconsumed entries, across the wrap of the slots. */
+static void ropcie_ring_test_slot_at(struct kunit *test)
+{
+	struct ropcie_ring r;
+	u32 i, v, *slot;
+
+	KUNIT_ASSERT_EQ(test, ropcie_ring_init_at(&r, 4, sizeof(u32), U32_MAX - 1,
+						  GFP_KERNEL), 0);
+	KUNIT_EXPECT_NULL(test, ropcie_ring_cons_slot_at(&r, 0));
+	for (i = 10; i < 13; i++)
+		KUNIT_EXPECT_EQ(test, ropcie_ring_push(&r, &i), 0);
+	for (i = 0; i < 3; i++) {
+		slot = ropcie_ring_cons_slot_at(&r, i);
+		KUNIT_ASSERT_NOT_NULL(test, slot);
+		KUNIT_EXPECT_EQ(test, *slot, 10 + i);
+	}
+	KUNIT_EXPECT_NULL(test, ropcie_ring_cons_slot_at(&r, 3));
+	KUNIT_EXPECT_NULL(test, ropcie_ring_cons_slot_at(&r, U32_MAX));
+	KUNIT_EXPECT_PTR_EQ(test, ropcie_ring_cons_slot_at(&r, 0),
+			    ropcie_ring_cons_slot(&r));
+	KUNIT_EXPECT_EQ(test, ropcie_ring_pop(&r, &v), 0);
+	KUNIT_EXPECT_EQ(test, v, 10U);
+	slot = ropcie_ring_cons_slot_at(&r, 1);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_EXPECT_EQ(test, *slot, 12U);
+	KUNIT_EXPECT_NULL(test, ropcie_ring_cons_slot_at(&r, 2));
+	ropcie_ring_free(&r);
+}
+
 static void ropcie_ring_test_wrap(struct kunit *test)
 {
 	struct ropcie_ring r;
@@ -276,6 +305,7 @@ static struct kunit_case ropcie_ring_test_cases[] = {
 	KUNIT_CASE(ropcie_ring_test_sizing),
 	KUNIT_CASE(ropcie_ring_test_empty),
 	KUNIT_CASE(ropcie_ring_test_full),
+	KUNIT_CASE(ropcie_ring_test_slot_at),
 	KUNIT_CASE(ropcie_ring_test_wrap),
 	KUNIT_CASE(ropcie_ring_test_overflow),
 	KUNIT_CASE_SLOW(ropcie_ring_test_stress),

@@ -14,9 +14,11 @@
  * the peer's response ring, so the two hosts cannot wait on each other
  * in a circle.
  *
- * A requester (a QP's worker) has one message in flight: it writes the
- * fragments of a SEND or WRITE into the peer's request ring, a slot each,
- * and waits for the verdict. Every descriptor and index the peer wrote
+ * A requester (a QP's worker) writes the fragments of a SEND or WRITE
+ * into the peer's request ring, a slot each, and waits for the verdict;
+ * WRITEs it may also post (up to ROPCIE_LX_POSTED in flight, taking
+ * their verdicts in order later), and the peer refuses whatever follows
+ * a failed message of the connection. Every descriptor and index the peer wrote
  * is copied out once and checked (wire.c) before use; what it names (a
  * connection, a key, a range) is checked by its owner here. A peer that
  * breaks the protocol takes the link down (every connection over it
@@ -849,11 +851,125 @@ static void ropcie_lx_recv_posted(struct ropcie_qp *qp)
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 }
 
+/*
+ * ropcie_transport_ops.post over a link: a WRITE into the peer's request
+ * ring, registered as in flight before it is sent (its answer may come
+ * at once). A send that fails makes its own verdict, taken in order.
+ * Context: the QP's worker; sleeps (for room in the ring).
+ */
+static int ropcie_lx_post(struct ropcie_qp *qp, const struct ropcie_req *req,
+			  const struct ropcie_segs *local)
+{
+	struct ropcie_wire_msg m = { .type = ROPCIE_WIRE_WRITE };
+	u64 t_begin = ropcie_prof_now();
+	struct ropcie_qp_lx *lx = &qp->lx;
+	struct ropcie_lx_posted *p;
+	struct ropcie_xport *x;
+	unsigned long flags;
+	u32 gen;
+	int ret;
+
+	if (lx->nposted >= ROPCIE_LX_POSTED)
+		return -EBUSY;
+	down_read(&ropcie_lx_life);
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	x = lx->x;
+	gen = lx->gen;
+	m.dst_qpn = lx->peer_conn;
+	m.src_qpn = lx->conn;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	if (!x || !m.dst_qpn) {
+		up_read(&ropcie_lx_life);
+		return -ENOTCONN;
+	}
+	m.msn = lx->msn++;
+	m.msg_len = req->len;
+	m.rkey = req->rkey;
+	m.raddr = req->remote_addr;
+
+	mutex_lock(&lx->wait_lock);
+	if (!lx->nposted)
+		lx->posted_msn = m.msn;
+	p = &lx->posted[m.msn % ROPCIE_LX_POSTED];
+	*p = (struct ropcie_lx_posted){
+		.sent_at = jiffies,
+		.status = IB_WC_WR_FLUSH_ERR,
+	};
+	lx->nposted++;
+	mutex_unlock(&lx->wait_lock);
+
+	ret = ropcie_lx_send_data(x, gen, req, local, &m);
+	up_read(&ropcie_lx_life);
+	mutex_lock(&lx->wait_lock);
+	if (ret && !p->done) {
+		p->status = ret == -EFAULT ? IB_WC_LOC_PROT_ERR :
+					     IB_WC_WR_FLUSH_ERR;
+		p->done = true;
+	}
+	if (t_begin && !ret) {
+		p->t_sent = ktime_get_ns();
+		ropcie_prof_add(ROPCIE_PROF_LX_SEND, p->t_sent - t_begin);
+	}
+	mutex_unlock(&lx->wait_lock);
+	return 0;
+}
+
+/* ropcie_transport_ops.reap over a link: the oldest posted WRITE. */
+static int ropcie_lx_reap(struct ropcie_qp *qp, enum ib_wc_status *status)
+{
+	struct ropcie_qp_lx *lx = &qp->lx;
+	struct ropcie_lx_posted *p;
+	int ret = -EINPROGRESS;
+
+	mutex_lock(&lx->wait_lock);
+	if (WARN_ON_ONCE(!lx->nposted)) {
+		mutex_unlock(&lx->wait_lock);
+		*status = IB_WC_WR_FLUSH_ERR;
+		return 0;
+	}
+	p = &lx->posted[lx->posted_msn % ROPCIE_LX_POSTED];
+	if (p->done) {
+		*status = p->status;
+		ret = 0;
+		if (p->t_sent && p->answered_at > p->t_sent) {
+			ropcie_prof_add(ROPCIE_PROF_LX_WAIT,
+					p->answered_at - p->t_sent);
+			ropcie_prof_add(ROPCIE_PROF_LX_WAKE,
+					ktime_get_ns() - p->answered_at);
+		}
+	} else if (time_after(jiffies,
+			      p->sent_at + ropcie_lx_request_timeout())) {
+		dev_dbg(&qp->dev->ibdev.dev, "QP %u: no answer to message %u\n",
+			qp->ibqp.qp_num, lx->posted_msn);
+		ret = -ETIMEDOUT;
+	}
+	if (ret != -EINPROGRESS) {
+		lx->posted_msn++;
+		/* The next one's time runs from this answer. */
+		if (--lx->nposted)
+			lx->posted[lx->posted_msn % ROPCIE_LX_POSTED].sent_at =
+				jiffies;
+	}
+	mutex_unlock(&lx->wait_lock);
+	return ret;
+}
+
+/* ropcie_transport_ops.forget over a link. */
+static void ropcie_lx_forget(struct ropcie_qp *qp)
+{
+	mutex_lock(&qp->lx.wait_lock);
+	qp->lx.nposted = 0;
+	mutex_unlock(&qp->lx.wait_lock);
+}
+
 const struct ropcie_transport_ops ropcie_link_transport = {
 	.name = "link",
 	.transfer = ropcie_lx_transfer,
 	.recv_posted = ropcie_lx_recv_posted,
 	.inline_exec = false,
+	.post = ropcie_lx_post,
+	.reap = ropcie_lx_reap,
+	.forget = ropcie_lx_forget,
 };
 
 /* --- the consumers ---------------------------------------------------------- */
@@ -895,8 +1011,11 @@ static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 	lx = &qp->lx;
 	if (first) {
 		lx->in_active = true;
-		lx->in_skip = false;
+		lx->in_skip = lx->in_broken;
 		lx->in_msn = m->msn;
+		if (lx->in_broken)
+			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
+					 m->dst_qpn, m->msn, IB_WC_WR_FLUSH_ERR);
 	} else if (!lx->in_active || lx->in_msn != m->msn) {
 		ropcie_qp_put(qp);
 		ropcie_link_fail(x->link, "the peer broke a message's order");
@@ -911,6 +1030,7 @@ static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 					 m->dst_qpn, m->msn, 0);
 		} else if (st != IB_WC_SUCCESS || last) {
 			lx->in_skip = true;
+			lx->in_broken = st != IB_WC_SUCCESS;
 			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
 					 m->dst_qpn, m->msn, st);
 		}
@@ -1024,6 +1144,25 @@ static int ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 	}
 }
 
+/* An answer to a posted WRITE, under wait_lock; else it is dropped. */
+static void ropcie_lx_posted_answer(struct ropcie_qp *qp,
+				    const struct ropcie_wire_msg *m)
+{
+	struct ropcie_qp_lx *lx = &qp->lx;
+	struct ropcie_lx_posted *p;
+
+	if (m->msn - lx->posted_msn >= lx->nposted)
+		return;
+	p = &lx->posted[m->msn % ROPCIE_LX_POSTED];
+	if (p->done)
+		return;
+	/* A WRITE's answer is an ACK: anything else fails it. */
+	p->status = m->type == ROPCIE_WIRE_ACK ? m->status : IB_WC_REM_OP_ERR;
+	p->answered_at = ropcie_prof_now();
+	p->done = true;
+	ropcie_qp_kick(qp);
+}
+
 /* One descriptor of the response ring: to the requester waiting for it. */
 static int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 				 const struct ropcie_wire_msg *m, void *payload)
@@ -1042,8 +1181,12 @@ static int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 	}
 	mutex_lock(&qp->lx.wait_lock);
 	w = qp->lx.wait;
+	if (!w || w->msn != m->msn) {
+		ropcie_lx_posted_answer(qp, m);
+		goto out;
+	}
 	/* An answer to a request its requester gave up on: dropped. */
-	if (!w || w->msn != m->msn || w->done)
+	if (w->done)
 		goto out;
 	w->progress++;
 	switch (m->type) {

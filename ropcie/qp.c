@@ -279,6 +279,56 @@ static void ropcie_sq_release(struct ropcie_qp *qp)
 		ropcie_qp_kick(qp);
 }
 
+/*
+ * Complete the posted WRITEs whose verdicts are in, oldest first, as the
+ * SQ's owner. A failed one moves the QP to error (the flush ends the
+ * rest); one the peer never answered fails as a lost request would.
+ */
+static void ropcie_sq_reap(struct ropcie_qp *qp)
+{
+	const struct ropcie_transport_ops *transport = READ_ONCE(qp->transport);
+
+	while (qp->sq_posted) {
+		struct ropcie_sqe *sqe = ropcie_ring_cons_slot(&qp->sq);
+		struct ib_wc wc = {};
+		int ret, i;
+
+		ret = transport->reap(qp, &wc.status);
+		if (ret == -EINPROGRESS)
+			return;
+		if (ret)
+			wc.status = IB_WC_RETRY_EXC_ERR;
+		for (i = 0; wc.status == IB_WC_SUCCESS && i < sqe->num_sge; i++)
+			wc.byte_len += sqe->sge[i].length;
+		qp->sq_posted--;
+		ropcie_sq_complete(qp, sqe, &wc, false);
+		ropcie_ring_consume(&qp->sq);
+		if (wc.status != IB_WC_SUCCESS)
+			ropcie_qp_set_error(qp);
+	}
+}
+
+/*
+ * Send @sqe without waiting, if the transport can and the SQ allows:
+ * WRITEs only, behind nothing but posted WRITEs. Return: true when it
+ * was posted, or when it must wait for the posted ones to be answered
+ * (*@wait set); false to run it now with ropcie_sq_execute().
+ */
+static bool ropcie_sq_post(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
+			   bool *wait)
+{
+	int ret = ropcie_request_post(qp, sqe);
+
+	*wait = false;
+	if (!ret) {
+		qp->sq_posted++;
+		return true;
+	}
+	/* In order: nothing runs past a posted WRITE. */
+	*wait = ret == -EBUSY || qp->sq_posted;
+	return *wait;
+}
+
 /* Consume what can be consumed now, as the SQ's owner. */
 static void __ropcie_qp_process(struct ropcie_qp *qp)
 {
@@ -286,10 +336,11 @@ static void __ropcie_qp_process(struct ropcie_qp *qp)
 
 	for (;;) {
 		enum ib_qp_state state;
-		bool close, graceful;
+		bool close, graceful, wait;
 		struct ropcie_sqe *sqe;
 		unsigned long flags;
 
+		ropcie_sq_reap(qp);
 		spin_lock_irqsave(&qp->state_lock, flags);
 		state = qp->state;
 		close = qp->close_req;
@@ -299,6 +350,10 @@ static void __ropcie_qp_process(struct ropcie_qp *qp)
 		spin_unlock_irqrestore(&qp->state_lock, flags);
 
 		if (state == IB_QPS_ERR) {
+			if (qp->sq_posted) {
+				READ_ONCE(qp->transport)->forget(qp);
+				qp->sq_posted = 0;
+			}
 			ropcie_flush(qp);
 			if (close)
 				ropcie_cm_close(qp);
@@ -306,16 +361,20 @@ static void __ropcie_qp_process(struct ropcie_qp *qp)
 		}
 		if (state != IB_QPS_RTS)
 			return;
-		sqe = ropcie_ring_cons_slot(&qp->sq);
+		sqe = ropcie_ring_cons_slot_at(&qp->sq, qp->sq_posted);
 		if (!sqe) {
-			if (close && graceful)
+			if (close && graceful && !qp->sq_posted)
 				ropcie_qp_set_error(qp);
 			else
 				return;
 			continue;
 		}
-		if (!ropcie_sq_execute(qp, sqe, false))
+		if (ropcie_sq_post(qp, sqe, &wait)) {
+			if (wait)
+				return;
+		} else if (!ropcie_sq_execute(qp, sqe, false)) {
 			return;
+		}
 		if (++budget % 64 == 0)
 			cond_resched();
 	}
@@ -337,9 +396,11 @@ static int ropcie_qp_worker(void *arg)
 		int seen = atomic_read(&qp->events);
 
 		ropcie_qp_process(qp);
-		wait_event_interruptible(qp->wq,
-					 atomic_read(&qp->events) != seen ||
-					 kthread_should_stop());
+		/* Posted WRITEs: look again now and then for a lost answer. */
+		wait_event_interruptible_timeout(qp->wq,
+						 atomic_read(&qp->events) != seen ||
+						 kthread_should_stop(),
+						 qp->sq_posted ? HZ : MAX_SCHEDULE_TIMEOUT);
 	}
 	return 0;
 }

@@ -91,3 +91,39 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 		wc->status = IB_WC_LOC_PROT_ERR;
 	return 0;
 }
+
+/**
+ * ropcie_request_post() - send a WRITE of @qp's send queue without
+ *	waiting for its verdict
+ * @qp: the requester
+ * @sqe: the work request
+ *
+ * For a transport that keeps several WRITEs in flight
+ * (ropcie_transport_ops.post); the worker takes the verdicts in order
+ * with ropcie_transport_ops.reap.
+ *
+ * Return: 0 when sent, -EBUSY when the transport has as many in flight
+ * as it takes, another error when @sqe must run through ropcie_request()
+ * (not a WRITE, no post, a local error for ropcie_request() to report).
+ */
+int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe)
+{
+	const struct ropcie_transport_ops *transport = READ_ONCE(qp->transport);
+	struct ropcie_req req = {
+		.op = ROPCIE_OP_WRITE,
+		.rkey = sqe->rkey,
+		.remote_addr = sqe->remote_addr,
+	};
+	struct ropcie_segs local;
+	int ret;
+
+	if (sqe->opcode != IB_WR_RDMA_WRITE || !transport->post)
+		return -EOPNOTSUPP;
+	if (ropcie_segs_get(qp, sqe->sge, sqe->num_sge, false, &local) !=
+	    IB_WC_SUCCESS)
+		return -EOPNOTSUPP;
+	req.len = local.total;
+	ret = transport->post(qp, &req, &local);
+	ropcie_segs_put(&local);
+	return ret;
+}

@@ -181,6 +181,24 @@ static inline void *ropcie_ring_cons_slot(struct ropcie_ring *r)
 	return ropcie_ring_slot(r, tail);
 }
 
+/**
+ * ropcie_ring_cons_slot_at() - the @n-th oldest entry, or NULL
+ * @r: ring
+ * @n: 0 for the oldest (as ropcie_ring_cons_slot())
+ *
+ * For a consumer that starts on entries before it releases older ones.
+ */
+static inline void *ropcie_ring_cons_slot_at(struct ropcie_ring *r, u32 n)
+{
+	u32 tail = r->tail;
+	/* Pairs with the store-release of head in ropcie_ring_produce(). */
+	u32 head = smp_load_acquire(&r->head);
+
+	if (head - tail <= n)
+		return NULL;
+	return ropcie_ring_slot(r, tail + n);
+}
+
 /* Release the slot read after ropcie_ring_cons_slot(). */
 static inline void ropcie_ring_consume(struct ropcie_ring *r)
 {

@@ -32,6 +32,8 @@
 #define ROPCIE_MAX_QP		1024
 #define ROPCIE_MAX_QP_WR	4096
 #define ROPCIE_MAX_SGE		6
+/* WRITEs of a QP in flight over a link at once (a quarter of its ring). */
+#define ROPCIE_LX_POSTED	8
 #define ROPCIE_MAX_CQ		1024
 #define ROPCIE_MAX_CQE		65535
 #define ROPCIE_MAX_MR		(64 * 1024)
@@ -156,6 +158,12 @@ struct ropcie_inmsg {
  * @in_msn: its number
  * @in_active: a message is in progress
  * @in_skip: it failed: drop its later fragments
+ * @in_broken: a message of the peer failed: refuse the ones behind it
+ *	(posted before the peer knew; the connection is ending)
+ * @posted: WRITEs sent without waiting (ropcie_transport_ops.post), the
+ *	oldest at @posted_msn, under @wait_lock
+ * @posted_msn: the message number of the oldest
+ * @nposted: how many
  */
 struct ropcie_qp_lx {
 	struct ropcie_xport *x;
@@ -166,7 +174,14 @@ struct ropcie_qp_lx {
 	struct ropcie_lx_wait *wait;
 	struct ropcie_inmsg in;
 	u32 in_msn;
-	bool in_active, in_skip;
+	bool in_active, in_skip, in_broken;
+	struct ropcie_lx_posted {
+		unsigned long sent_at;	/* jiffies; or of the last answer */
+		u64 t_sent, answered_at;	/* profile: ns, or 0 */
+		enum ib_wc_status status;
+		bool done;
+	} posted[ROPCIE_LX_POSTED];
+	u32 posted_msn, nposted;
 };
 
 struct ropcie_qp {
@@ -203,6 +218,11 @@ struct ropcie_qp {
 	 * a WRITE inline. Only the owner reads or releases SQ entries.
 	 */
 	atomic_t sq_owner;
+	/*
+	 * The oldest SQ entries, sent by the transport's @post and not yet
+	 * answered (the SQ's owner only). Nothing else runs while any are.
+	 */
+	u32 sq_posted;
 	atomic64_t prof_write;		/* profile: a WRITE to here began, ns */
 	/*
 	 * Transfers of the peer into or out of this QP's memory (SEND,
@@ -420,6 +440,7 @@ struct ropcie_req {
 /* requester.c and responder.c */
 int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 		   struct ib_wc *wc, bool may_sleep, u64 t_start);
+int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe);
 int ropcie_respond(struct ropcie_qp *tqp, const struct ropcie_req *req,
 		   const struct ropcie_segs *data, bool may_sleep,
 		   enum ib_wc_status *status);
@@ -442,6 +463,15 @@ void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in);
  *	Any context.
  * @inline_exec: @transfer may run in the poster's context (it never
  *	waits), so a small WRITE may skip the worker
+ * @post: optional: send a WRITE and return without its verdict, so that
+ *	several are in flight (the worker's context). Return 0 when sent,
+ *	-EBUSY when as many are in flight as the transport takes, another
+ *	error when @transfer must carry it (nothing was sent).
+ * @reap: the verdict of the oldest posted WRITE: 0 with *@status,
+ *	-EINPROGRESS while it is not in, -ETIMEDOUT when the peer has not
+ *	answered it for too long
+ * @forget: drop every posted WRITE (the QP is flushed); late verdicts
+ *	are ignored
  *
  * The semantics of the verbs are the requester's and the responder's;
  * a transport only moves requests, verdicts and bytes.
@@ -453,6 +483,10 @@ struct ropcie_transport_ops {
 			enum ib_wc_status *status);
 	void (*recv_posted)(struct ropcie_qp *qp);
 	bool inline_exec;
+	int (*post)(struct ropcie_qp *qp, const struct ropcie_req *req,
+		    const struct ropcie_segs *local);
+	int (*reap)(struct ropcie_qp *qp, enum ib_wc_status *status);
+	void (*forget)(struct ropcie_qp *qp);
 };
 
 /* loopback.c */

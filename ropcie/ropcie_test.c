@@ -391,7 +391,86 @@ const char * const rt_names[RT_NKINDS] = {
 	[RT_OOB_READ] = "out_of_bounds_read",
 	[RT_NO_WRITE] = "write_without_remote_write",
 	[RT_NO_READ] = "read_without_remote_read",
+	[RT_BEHIND_FAIL] = "write_behind_failed_write",
 };
+
+/*
+ * RT_BEHIND_FAIL's chain from @id: RT_CASE_LEN bytes of @local to @raddr
+ * with @rkey, to the same place with @bad_rkey, and to @raddr +
+ * RT_CASE_LEN with @rkey, all signaled. Return: 0 with the three
+ * statuses in posting order, or the error of the post or a poll.
+ */
+static int rt_chain_on(struct rdma_cm_id *id, struct ib_pd *pd,
+		       struct ib_cq *cq, void *local, u64 raddr, u32 rkey,
+		       u32 bad_rkey, enum ib_wc_status st[3])
+{
+	struct ib_device *dev = id->device;
+	struct ib_sge sge = {
+		.addr = ib_dma_map_single(dev, local, RT_CASE_LEN,
+					  DMA_BIDIRECTIONAL),
+		.length = RT_CASE_LEN,
+		.lkey = pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr[3] = {};
+	struct ib_wc wc;
+	int i, ret;
+
+	for (i = 0; i < 3; i++) {
+		wr[i].wr.wr_id = i;
+		wr[i].wr.opcode = IB_WR_RDMA_WRITE;
+		wr[i].wr.send_flags = IB_SEND_SIGNALED;
+		wr[i].wr.sg_list = &sge;
+		wr[i].wr.num_sge = 1;
+		wr[i].wr.next = i < 2 ? &wr[i + 1].wr : NULL;
+		wr[i].remote_addr = raddr + (i == 2 ? RT_CASE_LEN : 0);
+		wr[i].rkey = i == 1 ? bad_rkey : rkey;
+	}
+	ret = ib_post_send(id->qp, &wr[0].wr, NULL);
+	for (i = 0; !ret && i < 3; i++) {
+		ret = rt_poll(cq, &wc);
+		if (!ret && wc.wr_id != i)
+			ret = -EILSEQ;
+		if (!ret)
+			st[i] = wc.status;
+	}
+	ib_dma_unmap_single(dev, sge.addr, RT_CASE_LEN, DMA_BIDIRECTIONAL);
+	return ret;
+}
+
+/* rt_case_initiate() for RT_BEHIND_FAIL: the chain, then its checks. */
+static void rt_case_behind_fail(struct rdma_cm_id *id, struct ib_pd *pd,
+				struct ib_cq *cq, const struct rt_access *a,
+				u8 *cbuf, const u8 *sbuf)
+{
+	static const enum ib_wc_status want[3] = {
+		IB_WC_SUCCESS, IB_WC_REM_ACCESS_ERR, IB_WC_WR_FLUSH_ERR
+	};
+	const char *name = rt_names[RT_BEHIND_FAIL];
+	enum ib_wc_status st[3];
+	char why[128];
+	int i, ret;
+
+	ret = rt_chain_on(id, pd, cq, cbuf, a->raddr, a->rkey - 0x100, a->rkey,
+			  st);
+	if (ret) {
+		snprintf(why, sizeof(why), "post/poll failed: %d", ret);
+		rt_result(name, 1, why);
+		return;
+	}
+	for (i = 0; i < 3; i++) {
+		if (st[i] != want[i]) {
+			snprintf(why, sizeof(why), "WRITE %d: status %s, expected %s",
+				 i + 1, ib_wc_status_msg(st[i]),
+				 ib_wc_status_msg(want[i]));
+			rt_result(name, 1, why);
+			return;
+		}
+	}
+	if (sbuf && !rt_case_target_intact(RT_BEHIND_FAIL, sbuf))
+		rt_result(name, 1, "a WRITE landed behind the failed one, or not before");
+	else
+		rt_result(name, 0, ib_wc_status_msg(want[1]));
+}
 
 /**
  * rt_case_initiate() - the initiator's half of an access case; records it
@@ -416,6 +495,10 @@ void rt_case_initiate(struct rdma_cm_id *id, struct ib_pd *pd,
 	char why[96];
 	int ret;
 
+	if (kind == RT_BEHIND_FAIL) {
+		rt_case_behind_fail(id, pd, cq, a, cbuf, sbuf);
+		return;
+	}
 	ret = rt_rdma_on(id, pd, cq, a->op, cbuf, a->len, a->raddr, a->rkey,
 			 &st);
 	if (ret) {

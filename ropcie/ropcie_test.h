@@ -20,8 +20,14 @@
 /* Bytes an access case moves (an out-of-bounds one: 8 in, 8 out). */
 #define RT_CASE_LEN	64
 
+/*
+ * RT_BEHIND_FAIL: three WRITEs in one post, the middle one with a bad
+ * rkey. The first lands; the third, which a link may have sent before
+ * the second's verdict came back, must not.
+ */
 enum rt_kind { RT_OK, RT_BAD_RKEY, RT_BAD_KEYBYTE, RT_WRONG_PD, RT_OOB_WRITE,
-	       RT_OOB_READ, RT_NO_WRITE, RT_NO_READ, RT_NKINDS };
+	       RT_OOB_READ, RT_NO_WRITE, RT_NO_READ, RT_BEHIND_FAIL,
+	       RT_NKINDS };
 
 extern const char * const rt_names[RT_NKINDS];
 
@@ -108,6 +114,10 @@ static inline struct rt_access rt_case_access(enum rt_kind kind,
 	case RT_NO_READ:
 		a.op = IB_WR_RDMA_READ;
 		break;
+	case RT_BEHIND_FAIL:
+		/* The middle WRITE's; rt_case_initiate() posts the chain. */
+		a.rkey += 0x100;
+		break;
 	default:
 		break;
 	}
@@ -126,7 +136,7 @@ static inline bool rt_all(const u8 *buf, size_t len, u8 v)
  */
 static inline bool rt_case_target_intact(enum rt_kind kind, const u8 *sbuf)
 {
-	if (kind == RT_OK)
+	if (kind == RT_OK || kind == RT_BEHIND_FAIL)
 		return rt_all(sbuf, RT_CASE_LEN, RT_DATA) &&
 		       rt_all(sbuf + RT_CASE_LEN, 2 * PAGE_SIZE - RT_CASE_LEN,
 			      RT_GUARD);

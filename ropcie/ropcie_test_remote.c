@@ -290,10 +290,14 @@ out:
 		rt_result(name, 1, why);
 	} else if (!rt_case_target_intact(kind, sbuf)) {
 		rt_result(name, 1, kind == RT_OK ? "target: WRITE data wrong" :
+			  kind == RT_BEHIND_FAIL ?
+			  "target: a WRITE landed behind the failed one, or not before" :
 			  "target: memory was modified");
 	} else {
 		rt_result(name, 0, kind == RT_OK ?
 			  "target: the WRITE landed, nothing beyond it" :
+			  kind == RT_BEHIND_FAIL ?
+			  "target: the first WRITE landed, nothing behind the failed one" :
 			  "target: memory untouched");
 	}
 	if (other_pd)

@@ -306,7 +306,7 @@ def test_ropcie_refused_without_listener(pool):
 VERBS_CASES = ("valid_write_and_read", "bad_rkey_write", "stale_key_byte_read",
                "wrong_pd_write", "out_of_bounds_write", "out_of_bounds_read",
                "write_without_remote_write", "read_without_remote_read",
-               "post_in_wrong_state", "local_inv_waits_for_write",
+               "write_behind_failed_write", "post_in_wrong_state", "local_inv_waits_for_write",
                "drain_waits_for_write", "reg_mr_after_dereg",
                "cq_overflow", "lost_connect_request",
                "recv_order_after_flush",

@@ -444,12 +444,13 @@ def test_live_ping_ends_when_the_peer_goes(hosts, pool, how):
 
 
 # The remote access cases of ropcie_test.ko in its order (rt_names in
-# ropcie/ropcie_test.h): test_ropcie.py's first eight, here with the
+# ropcie/ropcie_test.c): test_ropcie.py's first nine, here with the
 # target's memory on one host and the initiator on the other.
 ACCESS_CASES = ("valid_write_and_read", "bad_rkey_write",
                 "stale_key_byte_read", "wrong_pd_write",
                 "out_of_bounds_write", "out_of_bounds_read",
-                "write_without_remote_write", "read_without_remote_read")
+                "write_without_remote_write", "read_without_remote_read",
+                "write_behind_failed_write")
 
 
 def case_results(text):
@@ -471,8 +472,11 @@ def test_access_cases_across_the_link(hosts, target):
     registered (ropcie_test.ko, role=initiator and role=target): each
     completes with the status the verbs prescribe on the initiator, the
     target's guard pages are untouched (it checks them itself once the
-    initiator has left), and the valid WRITE lands and reads back. Each
-    kernel is the target once."""
+    initiator has left), and the valid WRITE lands and reads back. Three
+    WRITEs in one post with a bad rkey in the middle: the first lands,
+    the third (which the link may have sent before the second's verdict
+    came back) is flushed and does not land. Each kernel is the target
+    once."""
     here, there = hosts
     if not os.environ.get("ROPCIE_TEST_KO"):
         pytest.skip("ROPCIE_TEST_KO not set (build.sh builds ropcie_test.ko)")
