@@ -317,10 +317,13 @@ static void ropcie_sq_reap(struct ropcie_qp *qp)
 static bool ropcie_sq_post(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 			   bool *wait)
 {
+	u64 t_run = sqe->t_post ? ktime_get_ns() : 0;
 	int ret = ropcie_request_post(qp, sqe);
 
 	*wait = false;
 	if (!ret) {
+		if (t_run)
+			ropcie_prof_add(ROPCIE_PROF_QUEUE, t_run - sqe->t_post);
 		qp->sq_posted++;
 		return true;
 	}
