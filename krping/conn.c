@@ -334,6 +334,7 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 			} else if (time_after_eq(jiffies, deadline)) {
 				if (flushing)
 					return -ECONNRESET;
+				WRITE_ONCE(run->peer_left, true);
 				rdma_disconnect(run->conn_id);
 				flushing = true;
 				deadline = jiffies + KRPING_FLUSH_TIMEOUT;
@@ -1064,6 +1065,20 @@ int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
 	if (ret)
 		return ret;
 	return krping_wait_count(run, &run->send_count, target);
+}
+
+/**
+ * krping_count_send() - count a SEND whose delivery the caller vouches for
+ * @run: the run
+ *
+ * For a SEND flushed after the peer had it (krping_server_answer()).
+ */
+void krping_count_send(struct krping_run *run)
+{
+	struct krping_stats *st = &run->sess->stats;
+
+	atomic64_inc(&st->send_msgs);
+	atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
 }
 
 /**

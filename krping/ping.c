@@ -179,6 +179,31 @@ static int krping_server_rdma(struct krping_run *run, bool read, u64 addr,
 	return krping_rdma(run, opcode, &sge, addr, rkey, reg, access);
 }
 
+/*
+ * The SEND that ends a server's iteration, which the client waits for.
+ * A client that got it may leave at once, and rxe completes a receive
+ * before it sends its ACK: a client that disconnects in between can take
+ * the ACK with it, and the SEND is then flushed here although it
+ * arrived. So when the client disconnects cleanly while the last SEND of
+ * the run (@last) waits for its ACK, and nothing is flushed before we
+ * disconnect in turn (a QP that failed, as when a link goes, flushes at
+ * once), it counts as delivered.
+ */
+static int krping_server_answer(struct krping_run *run, u32 invalidate_rkey,
+				bool last)
+{
+	int ret;
+
+	ret = krping_send_msg(run, 0, 0, 0, invalidate_rkey);
+	if (ret != -ECONNRESET || !last || !READ_ONCE(run->peer_left) ||
+	    READ_ONCE(run->error))
+		return ret;
+	pr_debug("%s: the client left before the ACK of our last SEND\n",
+		 config_item_name(&run->sess->item));
+	krping_count_send(run);
+	return 0;
+}
+
 static int krping_server_loop(struct krping_run *run)
 {
 	const struct krping_options *o = run->opts;
@@ -207,9 +232,11 @@ static int krping_server_loop(struct krping_run *run)
 			ret = krping_server_recv_adv(run, &addr, &rkey, &len);
 		if (!ret)
 			ret = krping_server_rdma(run, false, addr, rkey, len);
+		/* With count=0, any iteration may be the client's last. */
 		if (!ret)
-			ret = krping_send_msg(run, 0, 0, 0,
-					      o->server_inv ? rkey : 0);
+			ret = krping_server_answer(run, o->server_inv ? rkey : 0,
+						   !run->count ||
+						   iter + 1 == run->count);
 		if (ret)
 			return ret;
 		krping_lat_add(&run->lat, ktime_get_ns() - t0);

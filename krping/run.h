@@ -92,6 +92,9 @@ enum {
  * @server_leaves_first: the server disconnects first (its hello said so)
  * @error: first hard error (negative errno), 0 if none
  * @disconnected: the peer disconnected
+ * @peer_left: the peer disconnected while we waited and nothing of ours
+ *	was flushed for KRPING_DISCONNECT_GRACE, so we disconnected in turn
+ *	(krping_wait_count())
  * @flushed: a work request completed with a flush error
  * @recv_count: successful receive completions
  * @recv_expected: receives the thread has waited for so far
@@ -162,6 +165,7 @@ struct krping_run {
 	bool server_leaves_first;
 	int error;
 	bool disconnected;
+	bool peer_left;
 	bool flushed;
 
 	int recv_count;
@@ -218,6 +222,7 @@ int krping_wait_disconnect(struct krping_run *run, unsigned long timeout);
 bool krping_server_registers(const struct krping_run *run, bool read);
 int krping_post_recv(struct krping_run *run);
 int krping_post_fin(struct krping_run *run);
+void krping_count_send(struct krping_run *run);
 int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
 		    u32 invalidate_rkey);
 int krping_post_reg(struct krping_run *run, struct krping_mr *m, int access);
