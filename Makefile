@@ -3,8 +3,22 @@
 # krping top level. The module itself is described in ./Kbuild, which kbuild
 # reads in preference to this file, so this Makefile is only the front end.
 #
-#   make / make modules   build rdma_krping.ko in place against KDIR
-#   make clean            remove in-place build products and results/
+#   make / make modules   build the modules a user loads, rdma_krping.ko and
+#                         ropcie.ko, in place against KDIR (the test-only
+#                         ropcie_test.ko and the KUnit suites are the test
+#                         bed's: scripts/testbed/build.sh)
+#   make install          the modules through DKMS when dkms is installed
+#                         (sources to /usr/src/krping-VERSION, dkms add,
+#                         build, install for KDIR's kernel), else kbuild's
+#                         modules_install to /lib/modules/<kver>/updates;
+#                         tools/krping to $(PREFIX)/sbin/krping, krping(8),
+#                         the docs to $(PREFIX)/share/doc/krping.
+#                         PREFIX=/usr, DESTDIR= (a staging tree: no dkms add)
+#   make uninstall        remove exactly what make install added
+#   make deb              krping-dkms_VERSION-1_all.deb in this directory
+#                         (scripts/package/deb.sh; VERSION is
+#                         scripts/package/version's: VERSION+git<date>.<hash>)
+#   make clean            remove in-place build products, results/ and the .deb
 #   make deps             install the Debian packages the test bed needs
 #   make build            W=1 builds for 6.12 and 6.1 in $KRPING_CACHE
 #   make check            deps, builds, selftests (6.12 VM), smoke (6.1 VM),
@@ -12,11 +26,14 @@
 #                         KUnit and the selftests over rxe and siw, the suite
 #                         across a 6.12 and a 6.1 guest over rxe (two-host)
 #                         and two 6.12 guests over rxe (two-host-rxe) and siw
-#                         (two-host-siw), stages overlapping; summary, last
-#                         line "N passed, N failed, ..."
+#                         (two-host-siw) and ropcie's PCI link (two-host-ropcie),
+#                         the Debian package (package), stages overlapping;
+#                         summary, last line "N passed, N failed, ..."
 #   make check-STAGE      one stage of check (deps build bed selftests smoke
 #                         debug-kernel debug-kunit debug-rxe debug-siw
 #                         two-host two-host-rxe two-host-ropcie two-host-siw), or
+#                         package: the .deb installed on the host, DKMS builds,
+#                         modprobe and a ping in a 6.12 guest, purge, or
 #                         kunit: the KUnit suites on UML (not in check), or
 #                         kcsan: the selftests on a KCSAN kernel (not in check), or
 #                         two-host-all: every two-host test across two 6.12 guests (not in check), or
@@ -38,16 +55,35 @@ KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
 CHECK_STAGES := deps build bed selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
-	two-host two-host-rxe two-host-ropcie two-host-siw two-host-all two-host-ropcie-debug
+	two-host two-host-rxe two-host-ropcie two-host-siw two-host-all two-host-ropcie-debug package
 
-.PHONY: all modules clean deps build check run vm \
+# The modules a user loads (dkms.conf builds the same two).
+USER_MODULES := CONFIG_RDMA_KRPING=m CONFIG_ROPCIE=m
+PREFIX ?= /usr
+DESTDIR ?=
+
+.PHONY: all modules clean deps build check run vm install uninstall deb \
 	$(addprefix check-,$(CHECK_STAGES))
 
 all: modules
 
 modules:
 	@test -n "$(KDIR)" || { echo "no kernel headers: run $(TB)/deps.sh or pass KDIR=" >&2; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_RDMA_KRPING=m modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(USER_MODULES) modules
+
+# With dkms, DKMS builds the modules itself from the copied sources;
+# without it (or with KRPING_NO_DKMS=1) kbuild installs what make built.
+DKMS = $(shell PATH="$$PATH:/usr/sbin:/sbin" command -v dkms 2>/dev/null)
+install: $(if $(KRPING_NO_DKMS),modules,$(if $(DKMS),,modules))
+	KDIR="$(KDIR)" PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" MAKE="$(MAKE)" \
+		scripts/package/install.sh install
+
+uninstall:
+	KDIR="$(KDIR)" PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" MAKE="$(MAKE)" \
+		scripts/package/install.sh uninstall
+
+deb:
+	scripts/package/deb.sh --out $(CURDIR)
 
 # Works without headers too, so a fresh checkout can always be cleaned.
 clean:
@@ -59,6 +95,7 @@ clean:
 		rm -f Module.symvers modules.order; \
 	fi
 	rm -rf results
+	rm -f krping-dkms_*.deb
 
 deps:
 	$(TB)/deps.sh

@@ -51,6 +51,12 @@
 #              ropcie's or the module loads' (debug-rxe ran them)
 #                                             -> debug-siw.tap
 #   kunit      (only when named) scripts/kunit.sh --tap (UML) -> kunit.tap
+#   package    package-test.sh (after two-host-siw): the
+#              .deb of make deb installed on the host with dpkg, DKMS's
+#              modules for each kernel of the build matrix, modprobe
+#              rdma_krping from /lib/modules/<kver>/updates and a ping with
+#              the packaged /usr/sbin/krping in a 6.12 guest, then dpkg
+#              --purge and nothing left   -> package.tap, package-dmesg.tap
 #   kcsan      (only when named: make check-kcsan) the KCSAN flavour of
 #              the debug kernel (cached), the modules for it, and the
 #              files of debug-siw over rxe with test_ropcie.py; then
@@ -81,8 +87,11 @@ set -euo pipefail
 # The stages make check runs, longest chain first (see NEEDS below); kunit
 # (UML) runs only when asked for, since debug-kunit runs the same suites
 # on an SMP kernel with the checkers.
+# package comes last: it installs into the host's /lib/modules, so it
+# runs when the lane beside two-host-ropcie is free (and is ready only
+# then: its NEEDS), away from the stages that load modules by hand.
 ALL=(deps build debug-kernel bed debug-rxe debug-kunit debug-siw selftests smoke two-host
-	two-host-rxe two-host-ropcie two-host-siw)
+	two-host-rxe two-host-ropcie two-host-siw package)
 KNOWN=("${ALL[@]}" kunit kcsan two-host-all two-host-ropcie-debug)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
@@ -324,6 +333,12 @@ stage_two-host-ropcie-debug() {
 		test_ping.py test_pci_link.py test_ropcie_link.py -k "$TWO_HOST_ROPCIE_DEBUG_K"
 }
 stage_smoke() { vm_stage smoke "$SMOKE_KVER" selftests/smoke_ping.sh; }
+# The Debian package from make deb to dpkg --purge, on this host and in a
+# 6.12 guest (package-test.sh). It installs into the host's /usr and
+# /lib/modules for its few minutes, and purges whatever happens.
+stage_package() {
+	"$TB_DIR/package-test.sh" --tap "$RESULTS/package.tap" --out "$RESULTS/vm-package"
+}
 
 stage_debug-kernel() {
 	local rel start
@@ -445,7 +460,7 @@ declare -A NEEDS=(
 	[selftests]=build [smoke]=build [two-host]="build debug-kernel"
 	[two-host-rxe]="build debug-kernel" [two-host-siw]="build debug-kernel two-host"
 	[two-host-ropcie]="build debug-kernel two-host-rxe"
-	[two-host-all]=build [two-host-ropcie-debug]=deps
+	[two-host-all]=build [two-host-ropcie-debug]=deps [package]="deps two-host-siw"
 	[debug-kunit]=debug-kernel [debug-rxe]=debug-kernel [debug-siw]=debug-kernel
 )
 JOBS=${KRPING_CHECK_JOBS:-2}

@@ -27,6 +27,9 @@ PKGS=(
 	# The two-guest bed (vm-pair): sshd in the remote guest, ssh and ping
 	# in the local one. sshd never runs on the host (policy-rc.d below).
 	openssh-server openssh-client iputils-ping
+	# The Debian package (make deb, the package stage): DKMS builds its
+	# modules, rst2man renders krping(8), lintian checks the .deb.
+	dkms python3-docutils lintian
 	# Test bed plumbing (patch: the debug kernel's fixes).
 	patch
 	coreutils util-linux
