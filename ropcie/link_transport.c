@@ -53,6 +53,28 @@ static LIST_HEAD(ropcie_xports);
 DECLARE_RWSEM(ropcie_lx_life);
 
 /**
+ * struct ropcie_lx_rx - the consumer of one inbound ring
+ * @x: its transport
+ * @ring: the ring
+ * @task: its kthread
+ * @wq: where it sleeps
+ * @events: bumped by each doorbell for this ring, and each beat
+ * @cons: the next index it consumes, for the doorbell to see whether
+ *	the ring holds anything for it
+ * @rang_at: when profiling, the doorbell it has not yet taken
+ *	(ktime_get_ns(); 0: none)
+ */
+struct ropcie_lx_rx {
+	struct ropcie_xport *x;
+	enum ropcie_wire_ring ring;
+	struct task_struct *task;
+	wait_queue_head_t wq;
+	atomic_t events;
+	u32 cons;
+	atomic64_t rang_at;
+};
+
+/**
  * struct ropcie_xport - the transport over one link
  * @link: the link
  * @list: in ropcie_xports
@@ -67,11 +89,7 @@ DECLARE_RWSEM(ropcie_lx_life);
  * @prod: the next index to produce, in generation @tx_gen
  * @tx_gen: the generation @prod counts in
  * @tx_wq: producers waiting for room
- * @rx: the consumers of the two inbound rings
- * @rx_wq: where they sleep
- * @rx_events: bumped by each doorbell and beat
- * @rang_at: when profiling, the doorbell each ring's consumer has not yet
- *	taken (ktime_get_ns(); 0: none)
+ * @rx: the consumers of the two inbound rings (struct ropcie_lx_rx)
  * @conns: connection (QP) id on the link -> QP, held
  * @ctrl: control messages to send (struct ropcie_lx_ctrl), under @lock
  * @ctrl_work: sends them, and the RECV_POSTED notices
@@ -89,14 +107,7 @@ struct ropcie_xport {
 	u32 prod[ROPCIE_WIRE_NR_RINGS];
 	u32 tx_gen[ROPCIE_WIRE_NR_RINGS];
 	wait_queue_head_t tx_wq;
-	struct ropcie_lx_rx {
-		struct ropcie_xport *x;
-		enum ropcie_wire_ring ring;
-		struct task_struct *task;
-	} rx[ROPCIE_WIRE_NR_RINGS];
-	wait_queue_head_t rx_wq;
-	atomic_t rx_events;
-	atomic64_t rang_at[ROPCIE_WIRE_NR_RINGS];
+	struct ropcie_lx_rx rx[ROPCIE_WIRE_NR_RINGS];
 	struct xarray conns;
 	struct list_head ctrl;
 	struct work_struct ctrl_work;
@@ -256,6 +267,27 @@ static bool ropcie_lx_tx_ready(struct ropcie_xport *x, int ring, u32 gen,
 	return *room != 0;
 }
 
+/* A ring's producer index counts from 0 in each generation; under @lock. */
+static void ropcie_lx_tx_gen(struct ropcie_xport *x, int ring, u32 gen)
+{
+	if (x->tx_gen[ring] != gen) {
+		x->tx_gen[ring] = gen;
+		x->prod[ring] = 0;
+	}
+}
+
+/* The next slot of @ring, holding its tx_lock, with room checked. */
+static void ropcie_lx_tx_take(struct ropcie_xport *x, int ring, u32 gen,
+			      struct ropcie_lx_tx *tx)
+{
+	tx->x = x;
+	tx->ring = ring;
+	tx->gen = gen;
+	tx->idx = x->prod[ring];
+	tx->data = ropcie_lx_data(x->link->hw->out, &x->link->gout, ring,
+				  tx->idx);
+}
+
 /**
  * ropcie_lx_tx_begin() - take the next slot of a ring of the peer's window
  * @x: the transport
@@ -281,10 +313,7 @@ static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
 	for (;;) {
 		if (!ropcie_lx_alive_locked(x, gen, &flags))
 			goto down;
-		if (x->tx_gen[ring] != gen) {
-			x->tx_gen[ring] = gen;
-			x->prod[ring] = 0;
-		}
+		ropcie_lx_tx_gen(x, ring, gen);
 		spin_unlock_irqrestore(&x->lock, flags);
 		room = ropcie_lx_room(x, ring);
 		if (room < 0)
@@ -305,12 +334,7 @@ static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
 			return -ETIMEDOUT;
 		}
 	}
-	tx->x = x;
-	tx->ring = ring;
-	tx->gen = gen;
-	tx->idx = x->prod[ring];
-	tx->data = ropcie_lx_data(x->link->hw->out, &x->link->gout, ring,
-				  tx->idx);
+	ropcie_lx_tx_take(x, ring, gen, tx);
 	return 0;
 down:
 	mutex_unlock(&x->tx_lock[ring]);
@@ -318,6 +342,33 @@ down:
 fail:
 	mutex_unlock(&x->tx_lock[ring]);
 	return -EPROTO;
+}
+
+/*
+ * ropcie_lx_tx_begin() for a poster's context, which must not sleep:
+ * -EAGAIN at once when another producer holds the ring or it is full.
+ */
+static int ropcie_lx_tx_try(struct ropcie_xport *x, int ring, u32 gen,
+			    struct ropcie_lx_tx *tx)
+{
+	unsigned long flags;
+	int room;
+
+	if (!mutex_trylock(&x->tx_lock[ring]))
+		return -EAGAIN;
+	if (!ropcie_lx_alive_locked(x, gen, &flags)) {
+		mutex_unlock(&x->tx_lock[ring]);
+		return -ENOTCONN;
+	}
+	ropcie_lx_tx_gen(x, ring, gen);
+	spin_unlock_irqrestore(&x->lock, flags);
+	room = ropcie_lx_room(x, ring);
+	if (room <= 0) {
+		mutex_unlock(&x->tx_lock[ring]);
+		return room ? -EPROTO : -EAGAIN;
+	}
+	ropcie_lx_tx_take(x, ring, gen, tx);
+	return 0;
 }
 
 static void ropcie_lx_tx_abort(struct ropcie_lx_tx *tx)
@@ -667,6 +718,35 @@ static bool ropcie_lx_wait_over(struct ropcie_qp *qp, struct ropcie_lx_wait *w)
 	       kthread_should_stop();
 }
 
+/*
+ * Fill the slot @tx with bytes [@off, @off + @flen) of a message of @len
+ * bytes from @local, and produce it. Return: as ropcie_lx_tx_commit(),
+ * or -EFAULT when @local cannot be read (nothing produced).
+ */
+static int ropcie_lx_send_frag(struct ropcie_lx_tx *tx,
+			       const struct ropcie_segs *local, u64 off,
+			       u64 flen, u64 len, struct ropcie_wire_msg *m)
+{
+	struct ropcie_seg dst = {
+		.addr = (uintptr_t)tx->data,
+		.len = flen,
+	};
+
+	if (flen && !ropcie_copy_at(&dst, 1, 0, local->seg, local->n, off,
+				    flen, true)) {
+		ropcie_lx_tx_abort(tx);
+		return -EFAULT;
+	}
+	m->flags &= ~(ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST);
+	if (!off)
+		m->flags |= ROPCIE_WIRE_FIRST;
+	if (off + flen == len)
+		m->flags |= ROPCIE_WIRE_LAST;
+	m->len = flen;
+	m->offset = off;
+	return ropcie_lx_tx_commit(tx, m);
+}
+
 /* Send a SEND or WRITE in fragments of a slot each. */
 static int ropcie_lx_send_data(struct ropcie_xport *x, u32 gen,
 			       const struct ropcie_req *req,
@@ -677,29 +757,13 @@ static int ropcie_lx_send_data(struct ropcie_xport *x, u32 gen,
 
 	for (;;) {
 		u64 flen = min(slot, req->len - off);
-		struct ropcie_seg dst;
 		struct ropcie_lx_tx tx;
 		int ret;
 
 		ret = ropcie_lx_tx_begin(x, ROPCIE_WIRE_REQ, gen, &tx);
-		if (ret)
-			return ret;
-		dst.mr = NULL;
-		dst.addr = (uintptr_t)tx.data;
-		dst.len = flen;
-		if (flen && !ropcie_copy_at(&dst, 1, 0, local->seg, local->n, off,
-					    flen, true)) {
-			ropcie_lx_tx_abort(&tx);
-			return -EFAULT;
-		}
-		m->flags &= ~(ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST);
-		if (!off)
-			m->flags |= ROPCIE_WIRE_FIRST;
-		if (off + flen == req->len)
-			m->flags |= ROPCIE_WIRE_LAST;
-		m->len = flen;
-		m->offset = off;
-		ret = ropcie_lx_tx_commit(&tx, m);
+		if (!ret)
+			ret = ropcie_lx_send_frag(&tx, local, off, flen,
+						  req->len, m);
 		if (ret)
 			return ret;
 		off += flen;
@@ -852,60 +916,147 @@ static void ropcie_lx_recv_posted(struct ropcie_qp *qp)
 }
 
 /*
- * ropcie_transport_ops.post over a link: a WRITE into the peer's request
- * ring, registered as in flight before it is sent (its answer may come
- * at once). A send that fails makes its own verdict, taken in order.
- * Context: the QP's worker; sleeps (for room in the ring).
+ * The WRITE @m of @qp (numbered by the caller) as in flight, before it
+ * is sent: its answer may come at once. Under the QP's wait_lock.
  */
-static int ropcie_lx_post(struct ropcie_qp *qp, const struct ropcie_req *req,
-			  const struct ropcie_segs *local)
+static struct ropcie_lx_posted *ropcie_lx_posted_add(struct ropcie_qp_lx *lx,
+						     u32 msn)
 {
-	struct ropcie_wire_msg m = { .type = ROPCIE_WIRE_WRITE };
-	u64 t_begin = ropcie_prof_now();
-	struct ropcie_qp_lx *lx = &qp->lx;
-	struct ropcie_lx_posted *p;
-	struct ropcie_xport *x;
-	unsigned long flags;
-	u32 gen;
-	int ret;
+	struct ropcie_lx_posted *p = &lx->posted[msn % ROPCIE_LX_POSTED];
 
-	if (lx->nposted >= ROPCIE_LX_POSTED)
-		return -EBUSY;
-	down_read(&ropcie_lx_life);
-	spin_lock_irqsave(&ropcie_fabric_lock, flags);
-	x = lx->x;
-	gen = lx->gen;
-	m.dst_qpn = lx->peer_conn;
-	m.src_qpn = lx->conn;
-	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-	if (!x || !m.dst_qpn) {
-		up_read(&ropcie_lx_life);
-		return -ENOTCONN;
-	}
-	m.msn = lx->msn++;
-	m.msg_len = req->len;
-	m.rkey = req->rkey;
-	m.raddr = req->remote_addr;
-
-	mutex_lock(&lx->wait_lock);
+	lockdep_assert_held(&lx->wait_lock);
 	if (!lx->nposted)
-		lx->posted_msn = m.msn;
-	p = &lx->posted[m.msn % ROPCIE_LX_POSTED];
+		lx->posted_msn = msn;
 	*p = (struct ropcie_lx_posted){
 		.sent_at = jiffies,
 		.status = IB_WC_WR_FLUSH_ERR,
 	};
 	lx->nposted++;
+	return p;
+}
+
+/* A posted WRITE's send failed: that is its verdict. Under wait_lock. */
+static void ropcie_lx_posted_fail(struct ropcie_lx_posted *p, int ret)
+{
+	if (!p->done) {
+		p->status = ret == -EFAULT ? IB_WC_LOC_PROT_ERR :
+					     IB_WC_WR_FLUSH_ERR;
+		p->done = true;
+	}
+}
+
+/*
+ * The link and the header of a WRITE of @qp; ropcie_lx_life is held for
+ * reading. Return: the transport, or NULL when the QP has no connection.
+ */
+static struct ropcie_xport *ropcie_lx_write_msg(struct ropcie_qp *qp,
+						const struct ropcie_req *req,
+						u32 *gen,
+						struct ropcie_wire_msg *m)
+{
+	struct ropcie_qp_lx *lx = &qp->lx;
+	struct ropcie_xport *x;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	x = lx->x;
+	*gen = lx->gen;
+	m->dst_qpn = lx->peer_conn;
+	m->src_qpn = lx->conn;
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	m->type = ROPCIE_WIRE_WRITE;
+	m->msg_len = req->len;
+	m->rkey = req->rkey;
+	m->raddr = req->remote_addr;
+	return x && m->dst_qpn ? x : NULL;
+}
+
+/*
+ * A WRITE of one slot at most from the poster's context, which may hold
+ * a spinlock: every lock is only tried, and the ring must have room.
+ * Return: as ropcie_lx_post(), -EAGAIN for "not now".
+ */
+static int ropcie_lx_post_now(struct ropcie_qp *qp,
+			      const struct ropcie_req *req,
+			      const struct ropcie_segs *local)
+{
+	struct ropcie_wire_msg m = {};
+	u64 t_begin = ropcie_prof_now();
+	struct ropcie_qp_lx *lx = &qp->lx;
+	struct ropcie_lx_posted *p;
+	struct ropcie_xport *x;
+	struct ropcie_lx_tx tx;
+	int ret = -EAGAIN;
+	u32 gen;
+
+	if (!down_read_trylock(&ropcie_lx_life))
+		return -EAGAIN;
+	x = ropcie_lx_write_msg(qp, req, &gen, &m);
+	if (!x || req->len > x->link->gout.slot_size)
+		goto out;
+	ret = ropcie_lx_tx_try(x, ROPCIE_WIRE_REQ, gen, &tx);
+	if (ret)
+		goto out;
+	if (!mutex_trylock(&lx->wait_lock)) {
+		ropcie_lx_tx_abort(&tx);
+		ret = -EAGAIN;
+		goto out;
+	}
+	m.msn = lx->msn++;
+	p = ropcie_lx_posted_add(lx, m.msn);
+	/* Under wait_lock: the consumer takes the answer once it is all set. */
+	ret = ropcie_lx_send_frag(&tx, local, 0, req->len, req->len, &m);
+	if (ret) {
+		ropcie_lx_posted_fail(p, ret);
+	} else if (t_begin) {
+		p->t_sent = ktime_get_ns();
+		ropcie_prof_add(ROPCIE_PROF_LX_SEND, p->t_sent - t_begin);
+	}
+	mutex_unlock(&lx->wait_lock);
+	ret = 0;
+out:
+	up_read(&ropcie_lx_life);
+	return ret;
+}
+
+/*
+ * ropcie_transport_ops.post over a link: a WRITE into the peer's request
+ * ring, registered as in flight before it is sent (its answer may come
+ * at once). A send that fails makes its own verdict, taken in order.
+ * Context: the QP's worker, which sleeps for room in the ring; or, with
+ * !@may_sleep, the poster (ropcie_lx_post_now()).
+ */
+static int ropcie_lx_post(struct ropcie_qp *qp, const struct ropcie_req *req,
+			  const struct ropcie_segs *local, bool may_sleep)
+{
+	struct ropcie_wire_msg m = {};
+	u64 t_begin = ropcie_prof_now();
+	struct ropcie_qp_lx *lx = &qp->lx;
+	struct ropcie_lx_posted *p;
+	struct ropcie_xport *x;
+	u32 gen;
+	int ret;
+
+	if (lx->nposted >= ROPCIE_LX_POSTED)
+		return -EBUSY;
+	if (!may_sleep)
+		return ropcie_lx_post_now(qp, req, local);
+	down_read(&ropcie_lx_life);
+	x = ropcie_lx_write_msg(qp, req, &gen, &m);
+	if (!x) {
+		up_read(&ropcie_lx_life);
+		return -ENOTCONN;
+	}
+	m.msn = lx->msn++;
+	mutex_lock(&lx->wait_lock);
+	p = ropcie_lx_posted_add(lx, m.msn);
 	mutex_unlock(&lx->wait_lock);
 
 	ret = ropcie_lx_send_data(x, gen, req, local, &m);
 	up_read(&ropcie_lx_life);
 	mutex_lock(&lx->wait_lock);
-	if (ret && !p->done) {
-		p->status = ret == -EFAULT ? IB_WC_LOC_PROT_ERR :
-					     IB_WC_WR_FLUSH_ERR;
-		p->done = true;
-	}
+	if (ret)
+		ropcie_lx_posted_fail(p, ret);
 	if (t_begin && !ret) {
 		p->t_sent = ktime_get_ns();
 		ropcie_prof_add(ROPCIE_PROF_LX_SEND, p->t_sent - t_begin);
@@ -1308,6 +1459,31 @@ static int ropcie_lx_drain(struct ropcie_xport *x, int ring, u32 gen,
 	}
 }
 
+/* Wake the consumer @rx. */
+static void ropcie_lx_rx_kick(struct ropcie_lx_rx *rx)
+{
+	atomic_inc(&rx->events);
+	wake_up(&rx->wq);
+}
+
+/*
+ * Does a doorbell concern @rx: entries past what it consumed, or an
+ * index it cannot read (the peer starting over)? A doorbell does not
+ * say which ring it rang for; waking only the consumer that has work
+ * spares a context switch per message. A consumer that is draining
+ * sees new entries itself; one that sleeps published its index first.
+ */
+static bool ropcie_lx_rx_due(struct ropcie_lx_rx *rx)
+{
+	struct ropcie_xport *x = rx->x;
+	u32 prod;
+
+	if (!READ_ONCE(x->up) ||
+	    ropcie_lx_peer_index(x, &ropcie_lx_in(x)->prod[rx->ring], &prod))
+		return true;
+	return prod != READ_ONCE(rx->cons);
+}
+
 /* Entries waiting in ring @ring past @cons? */
 static bool ropcie_lx_pending(struct ropcie_xport *x, int ring, u32 cons)
 {
@@ -1327,7 +1503,7 @@ static int ropcie_lx_rx_thread(void *arg)
 	int ring = rx->ring;
 
 	while (!kthread_should_stop()) {
-		int seen = atomic_read(&x->rx_events);
+		int seen = atomic_read(&rx->events);
 		unsigned long flags;
 		u64 rang_at;
 		bool up;
@@ -1341,11 +1517,12 @@ static int ropcie_lx_rx_thread(void *arg)
 			gen = cur;
 			cons = 0;
 		}
-		/* A doorbell for the other ring, or for nothing new, is dropped. */
-		rang_at = atomic64_xchg(&x->rang_at[ring], 0);
+		/* A doorbell for nothing new is dropped. */
+		rang_at = atomic64_xchg(&rx->rang_at, 0);
 		if (up && gen != broken &&
 		    ropcie_lx_drain(x, ring, gen, &cons, rang_at))
 			broken = gen;
+		WRITE_ONCE(rx->cons, cons);
 		/* Asleep, then look again: Dekker with the producer. */
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 1);
 		smp_mb();	/* sleep, then prod; the producer: prod, then sleep */
@@ -1353,8 +1530,8 @@ static int ropcie_lx_rx_thread(void *arg)
 			ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
 			continue;
 		}
-		wait_event_interruptible(x->rx_wq,
-					 atomic_read(&x->rx_events) != seen ||
+		wait_event_interruptible(rx->wq,
+					 atomic_read(&rx->events) != seen ||
 					 kthread_should_stop());
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
 	}
@@ -1413,6 +1590,23 @@ int ropcie_xport_inject(struct ropcie_link *link, int ring, const void *desc,
 
 /* --- the link's life ---------------------------------------------------- */
 
+/*
+ * At each beat, wake the workers of the QPs with WRITEs in flight: one
+ * posted from a poster's context did not wake its worker, which checks
+ * the request timeout (ropcie_lx_reap()).
+ */
+static void ropcie_lx_kick_posted(struct ropcie_xport *x)
+{
+	struct ropcie_qp *qp;
+	unsigned long flags, id;
+
+	xa_lock_irqsave(&x->conns, flags);
+	xa_for_each(&x->conns, id, qp)
+		if (READ_ONCE(qp->lx.nposted))
+			ropcie_qp_kick(qp);
+	xa_unlock_irqrestore(&x->conns, flags);
+}
+
 /**
  * ropcie_xport_doorbell() - the peer rang, or a beat passed
  * @link: the link
@@ -1426,12 +1620,18 @@ void ropcie_xport_doorbell(struct ropcie_link *link, bool rang)
 	u64 t = rang ? ropcie_prof_now() : 0;
 	int ring;
 
-	/* The ring it rang for is not known: both, the first ring kept. */
-	for (ring = 0; t && ring < ROPCIE_WIRE_NR_RINGS; ring++)
-		atomic64_cmpxchg(&x->rang_at[ring], 0, t);
-	atomic_inc(&x->rx_events);
-	wake_up(&x->rx_wq);
+	for (ring = 0; ring < ROPCIE_WIRE_NR_RINGS; ring++) {
+		struct ropcie_lx_rx *rx = &x->rx[ring];
+
+		if (rang && !ropcie_lx_rx_due(rx))
+			continue;
+		if (t)
+			atomic64_cmpxchg(&rx->rang_at, 0, t);
+		ropcie_lx_rx_kick(rx);
+	}
 	wake_up(&x->tx_wq);
+	if (!rang)
+		ropcie_lx_kick_posted(x);
 }
 
 /**
@@ -1463,6 +1663,7 @@ static void ropcie_xport_end_gen(struct ropcie_xport *x, bool dead)
 	struct ropcie_qp *qp;
 	unsigned long flags, id;
 	LIST_HEAD(drop);
+	int r;
 
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	spin_lock(&x->lock);
@@ -1494,8 +1695,8 @@ static void ropcie_xport_end_gen(struct ropcie_xport *x, bool dead)
 	list_for_each_entry_safe(msg, tmp, &drop, list)
 		kfree(msg);
 	wake_up(&x->tx_wq);
-	atomic_inc(&x->rx_events);
-	wake_up(&x->rx_wq);
+	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++)
+		ropcie_lx_rx_kick(&x->rx[r]);
 }
 
 /**
@@ -1553,7 +1754,6 @@ int ropcie_xport_create(struct ropcie_link *link)
 	x->link = link;
 	spin_lock_init(&x->lock);
 	init_waitqueue_head(&x->tx_wq);
-	init_waitqueue_head(&x->rx_wq);
 	xa_init_flags(&x->conns, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 	INIT_LIST_HEAD(&x->ctrl);
 	INIT_WORK(&x->ctrl_work, ropcie_lx_ctrl_work);
@@ -1561,6 +1761,7 @@ int ropcie_xport_create(struct ropcie_link *link)
 		mutex_init(&x->tx_lock[r]);
 		x->rx[r].x = x;
 		x->rx[r].ring = r;
+		init_waitqueue_head(&x->rx[r].wq);
 	}
 	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++) {
 		x->rx[r].task = kthread_run(ropcie_lx_rx_thread, &x->rx[r],

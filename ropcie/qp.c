@@ -5,10 +5,12 @@
  * runs each work request through the requester and flushes both rings when
  * the QP is in the error state.
  *
- * A small RDMA WRITE posted alone to an empty SQ that no one is consuming
- * may run in the poster's context instead (module option inline_max).
- * Whoever consumes the SQ, the worker or such a poster, owns it through
- * sq_owner, so work requests still run, and complete, in order.
+ * A small RDMA WRITE posted alone to an SQ that no one is consuming, and
+ * that holds nothing but WRITEs in flight, may run in the poster's
+ * context instead (module option inline_max): to completion on loopback,
+ * or sent without waiting on a link (its verdict is the worker's to
+ * take). Whoever consumes the SQ, the worker or such a poster, owns it
+ * through sq_owner, so work requests still run, and complete, in order.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -318,12 +320,14 @@ static bool ropcie_sq_post(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 			   bool *wait)
 {
 	u64 t_run = sqe->t_post ? ktime_get_ns() : 0;
-	int ret = ropcie_request_post(qp, sqe);
+	int ret = ropcie_request_post(qp, sqe, true);
 
 	*wait = false;
 	if (!ret) {
-		if (t_run)
+		if (t_run) {
 			ropcie_prof_add(ROPCIE_PROF_QUEUE, t_run - sqe->t_post);
+			ropcie_prof_count(false);
+		}
 		qp->sq_posted++;
 		return true;
 	}
@@ -685,10 +689,11 @@ static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 	u32 max = READ_ONCE(ropcie_inline_max);
 	u64 len = 0;
 	int i;
+	const struct ropcie_transport_ops *transport = READ_ONCE(qp->transport);
 
 	if (!max || wr->next || wr->opcode != IB_WR_RDMA_WRITE ||
 	    wr->num_sge > qp->max_send_sge || !in_task() ||
-	    !READ_ONCE(qp->transport)->inline_exec)
+	    !(transport->inline_exec || transport->post))
 		return false;
 	for (i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
@@ -696,9 +701,25 @@ static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 }
 
 /*
- * Run @wr in the poster's context when the SQ is empty, in RTS, and no
- * one consumes it: the worker is idle, so order is kept. Return: false
- * when @wr must go through the SQ and the worker instead.
+ * Send @sqe, the SQ's newest entry, from the poster's context as a
+ * posted WRITE (ropcie_transport_ops.post); else leave it to the worker.
+ */
+static void ropcie_sq_post_inline(struct ropcie_qp *qp, struct ropcie_sqe *sqe)
+{
+	if (ropcie_request_post(qp, sqe, false)) {
+		ropcie_qp_kick(qp);
+		return;
+	}
+	qp->sq_posted++;
+	if (sqe->t_post)
+		ropcie_prof_count(true);
+}
+
+/*
+ * Run @wr in the poster's context when the SQ holds nothing but posted
+ * WRITEs, in RTS, and no one consumes it: the worker is idle, so order
+ * is kept. Return: false when @wr must go through the SQ and the worker
+ * instead.
  */
 static bool ropcie_post_inline(struct ropcie_qp *qp,
 			       const struct ib_send_wr *wr, u64 t_post)
@@ -716,15 +737,20 @@ static bool ropcie_post_inline(struct ropcie_qp *qp,
 	if (rts) {
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		/* Exact: we are the consumer, and producers hold the lock. */
-		if (ropcie_ring_empty(&qp->sq)) {
+		if (!ropcie_ring_cons_slot_at(&qp->sq, qp->sq_posted)) {
 			sqe = ropcie_ring_prod_slot(&qp->sq);
-			ropcie_sqe_fill(qp, sqe, wr, t_post);
-			ropcie_ring_produce(&qp->sq);
+			if (sqe) {
+				ropcie_sqe_fill(qp, sqe, wr, t_post);
+				ropcie_ring_produce(&qp->sq);
+			}
 		}
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 	}
-	/* Consumes the entry: completes it or moves the QP to error. */
-	if (sqe) {
+	if (sqe && READ_ONCE(qp->transport)->post) {
+		ran = true;
+		ropcie_sq_post_inline(qp, sqe);
+	} else if (sqe) {
+		/* Consumes the entry: completes it or moves the QP to error. */
 		ran = true;
 		if (!ropcie_sq_execute(qp, sqe, true))
 			ropcie_qp_kick(qp);	/* left for the worker */

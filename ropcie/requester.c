@@ -97,6 +97,7 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
  *	waiting for its verdict
  * @qp: the requester
  * @sqe: the work request
+ * @may_sleep: false in the poster's context
  *
  * For a transport that keeps several WRITEs in flight
  * (ropcie_transport_ops.post); the worker takes the verdicts in order
@@ -106,7 +107,8 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
  * as it takes, another error when @sqe must run through ropcie_request()
  * (not a WRITE, no post, a local error for ropcie_request() to report).
  */
-int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe)
+int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
+			bool may_sleep)
 {
 	const struct ropcie_transport_ops *transport = READ_ONCE(qp->transport);
 	struct ropcie_req req = {
@@ -123,7 +125,7 @@ int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe)
 	    IB_WC_SUCCESS)
 		return -EOPNOTSUPP;
 	req.len = local.total;
-	ret = transport->post(qp, &req, &local);
+	ret = transport->post(qp, &req, &local, may_sleep);
 	ropcie_segs_put(&local);
 	return ret;
 }

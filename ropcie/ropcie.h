@@ -440,7 +440,8 @@ struct ropcie_req {
 /* requester.c and responder.c */
 int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 		   struct ib_wc *wc, bool may_sleep, u64 t_start);
-int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe);
+int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
+			bool may_sleep);
 int ropcie_respond(struct ropcie_qp *tqp, const struct ropcie_req *req,
 		   const struct ropcie_segs *data, bool may_sleep,
 		   enum ib_wc_status *status);
@@ -464,9 +465,12 @@ void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in);
  * @inline_exec: @transfer may run in the poster's context (it never
  *	waits), so a small WRITE may skip the worker
  * @post: optional: send a WRITE and return without its verdict, so that
- *	several are in flight (the worker's context). Return 0 when sent,
- *	-EBUSY when as many are in flight as the transport takes, another
- *	error when @transfer must carry it (nothing was sent).
+ *	several are in flight (the worker's context; with !@may_sleep the
+ *	poster's, where it never waits). Return 0 when sent, -EBUSY when as
+ *	many are in flight as the transport takes, another error when
+ *	@transfer must carry it (nothing was sent; -EAGAIN: not without
+ *	waiting). A transport with @post takes small WRITEs from the
+ *	poster's context this way.
  * @reap: the verdict of the oldest posted WRITE: 0 with *@status,
  *	-EINPROGRESS while it is not in, -ETIMEDOUT when the peer has not
  *	answered it for too long
@@ -484,7 +488,7 @@ struct ropcie_transport_ops {
 	void (*recv_posted)(struct ropcie_qp *qp);
 	bool inline_exec;
 	int (*post)(struct ropcie_qp *qp, const struct ropcie_req *req,
-		    const struct ropcie_segs *local);
+		    const struct ropcie_segs *local, bool may_sleep);
 	int (*reap)(struct ropcie_qp *qp, enum ib_wc_status *status);
 	void (*forget)(struct ropcie_qp *qp);
 };
