@@ -17,8 +17,8 @@
  *    it would overflow 32 bits.
  *  - boolean: exactly "0" or "1".
  *  - enum: exactly one of the lower-case names (role: "none", "client",
- *    "server"; test: "ping", "wlat", "rlat", "bw", "fr"; mem_mode: "reg",
- *    "dma").
+ *    "server"; test: "ping", "wlat", "rlat", "bw", "fr", "slat";
+ *    mem_mode: "reg", "dma").
  *  - addr: an IPv4 dotted quad (four decimal fields 0..255, no leading
  *    zeros) or an IPv6 literal as in6_pton() takes it, with an embedded
  *    dotted quad held to the IPv4 rules. An IPv6 link-local address
@@ -83,6 +83,7 @@ static const char * const krping_test_names[] = {
 	[KRPING_TEST_RLAT] = "rlat",
 	[KRPING_TEST_BW] = "bw",
 	[KRPING_TEST_FR] = "fr",
+	[KRPING_TEST_SLAT] = "slat",
 };
 
 static const char * const krping_mem_mode_names[] = {
@@ -91,7 +92,7 @@ static const char * const krping_mem_mode_names[] = {
 };
 
 static_assert(ARRAY_SIZE(krping_role_names) == KRPING_ROLE_SERVER + 1);
-static_assert(ARRAY_SIZE(krping_test_names) == KRPING_TEST_FR + 1);
+static_assert(ARRAY_SIZE(krping_test_names) == KRPING_TEST_SLAT + 1);
 static_assert(ARRAY_SIZE(krping_mem_mode_names) == KRPING_MEM_DMA + 1);
 
 /* The table below accesses each field with the width its type says. */
@@ -141,7 +142,7 @@ static const struct krping_opt krping_opts[] = {
 	KRPING_NUM(port, KRPING_OPT_U16, 1, U16_MAX),
 	KRPING_NUM(count, KRPING_OPT_U32, 0, U32_MAX),
 	KRPING_NUM(size, KRPING_OPT_U32, KRPING_MIN_SIZE, KRPING_MAX_SIZE),
-	KRPING_ENUM(test, krping_test_names, KRPING_TEST_FR, false),
+	KRPING_ENUM(test, krping_test_names, KRPING_TEST_SLAT, false),
 	KRPING_ENUM(mem_mode, krping_mem_mode_names, KRPING_MEM_DMA, false),
 	KRPING_NUM(txdepth, KRPING_OPT_U32, KRPING_MIN_TXDEPTH,
 		   KRPING_MAX_TXDEPTH),
@@ -182,6 +183,7 @@ static const struct krping_legacy_opt krping_legacy_opts[] = {
 	{ .name = "rlat", .attr = "test", .value = "rlat" },
 	{ .name = "bw", .attr = "test", .value = "bw" },
 	{ .name = "fr", .attr = "test", .value = "fr" },
+	{ .name = "slat", .attr = "test", .value = "slat" },
 	{ .name = "tx-depth", .attr = "txdepth" },
 };
 

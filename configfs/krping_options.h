@@ -27,6 +27,7 @@ enum krping_test {
 	KRPING_TEST_RLAT,
 	KRPING_TEST_BW,
 	KRPING_TEST_FR,
+	KRPING_TEST_SLAT,
 };
 
 enum krping_mem_mode {

@@ -76,7 +76,11 @@ static int krping_bench_setup(struct krping_run *run)
 	/* Both sides must run the same size; a smaller sink cannot take it. */
 	if (be32_to_cpu(run->rx.size) < o->size)
 		return -EMSGSIZE;
-	ret = krping_post_recv(run);
+	/* slat: the first data receive instead (see bench_send.c). */
+	if (o->test == KRPING_TEST_SLAT)
+		ret = krping_bench_post_data_recv(run);
+	else
+		ret = krping_post_recv(run);
 	if (ret || o->role == KRPING_ROLE_CLIENT)
 		return ret;
 	return krping_send_msg(run, addr, rkey, o->size, 0);
@@ -137,6 +141,9 @@ int krping_bench(struct krping_run *run)
 	case KRPING_TEST_FR:
 		ret = krping_bench_fr(run);
 		break;
+	case KRPING_TEST_SLAT:
+		ret = krping_bench_slat(run);
+		break;
 	default:
 		ret = -EOPNOTSUPP;
 		break;
@@ -147,13 +154,14 @@ int krping_bench(struct krping_run *run)
 }
 
 /**
- * krping_bench_post() - post one RDMA READ or WRITE of the whole buffer
+ * krping_bench_post() - post one RDMA READ, WRITE or SEND of the whole buffer
  * @run: the run
- * @opcode: IB_WR_RDMA_READ or IB_WR_RDMA_WRITE
+ * @opcode: IB_WR_RDMA_READ, IB_WR_RDMA_WRITE or IB_WR_SEND
  * @cqe: completion handler; run->rdma_cqe counts one operation
  * @signaled: ask for a completion (errors complete anyway)
  *
- * Between start_buf and the peer's sink. Keeps at most txdepth operations
+ * Between start_buf and the peer's sink (a SEND: the receive the peer
+ * posted; remote_addr and rkey are not used). Keeps at most txdepth operations
  * in flight, waiting for completions when the send queue is full.
  *
  * Return: 0 or a negative errno.

@@ -47,7 +47,8 @@ void krping_wake(struct krping_run *run)
 	wake_up(&run->wq);
 }
 
-static void krping_fail(struct krping_run *run, int err)
+/* Record the run's first hard error and wake its thread. */
+void krping_fail(struct krping_run *run, int err)
 {
 	cmpxchg(&run->error, 0, err);
 	krping_wake(run);

@@ -99,7 +99,8 @@ enum {
  * @recv_count: successful receive completions
  * @recv_expected: receives the thread has waited for so far
  * @send_count: successful SEND completions
- * @rdma_count: successful RDMA READ/WRITE completions
+ * @rdma_count: successful RDMA READ/WRITE completions (slat: data SENDs)
+ * @data_count: slat: successful receives of the peer's data SENDs
  * @rdma_len: length of the RDMA operation in flight (for the byte counts)
  * @rx: copy of the last message received
  * @rx_inv_rkey: rkey the last receive invalidated, 0 if none
@@ -120,6 +121,8 @@ enum {
  * @fin_counted: that SEND is counted in the stats (on its completion or
  *	on the answer, whichever comes first)
  * @rdma_cqe: completion handler of RDMA READ and WRITE
+ * @data_recv_cqe: slat: completion handler of a data receive
+ * @data_send_cqe: slat: completion handler of a data SEND
  * @reg_cqe: completion handler of REG_MR and LOCAL_INV
  * @recv_buf: receive buffer, one message
  * @send_buf: send buffer, one message
@@ -172,6 +175,7 @@ struct krping_run {
 	int recv_expected;
 	int send_count;
 	int rdma_count;
+	int data_count;
 	u32 rdma_len;
 	struct krping_rdma_info rx;
 	u32 rx_inv_rkey;
@@ -191,6 +195,8 @@ struct krping_run {
 	bool fin_posted;
 	atomic_t fin_counted;
 	struct ib_cqe rdma_cqe;
+	struct ib_cqe data_recv_cqe;
+	struct ib_cqe data_send_cqe;
 	struct ib_cqe reg_cqe;
 
 	struct krping_buf recv_buf;
@@ -215,6 +221,7 @@ void krping_teardown(struct krping_run *run);
 int krping_wait_count(struct krping_run *run, const int *counter, int target);
 int krping_check(struct krping_run *run);
 void krping_wake(struct krping_run *run);
+void krping_fail(struct krping_run *run, int err);
 bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what);
 int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
 		    struct krping_buf *b);
@@ -244,12 +251,14 @@ static inline void krping_count_inc(int *counter)
 /* ping.c */
 int krping_ping(struct krping_run *run);
 
-/* bench.c, bench_lat.c, bench_bw.c, bench_fr.c */
+/* bench.c, bench_lat.c, bench_bw.c, bench_fr.c, bench_send.c */
 int krping_bench(struct krping_run *run);
 int krping_bench_wlat(struct krping_run *run);
 int krping_bench_rlat(struct krping_run *run);
 int krping_bench_bw(struct krping_run *run);
 int krping_bench_fr(struct krping_run *run);
+int krping_bench_slat(struct krping_run *run);
+int krping_bench_post_data_recv(struct krping_run *run);
 int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 		      struct ib_cqe *cqe, bool signaled);
 

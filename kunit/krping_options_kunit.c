@@ -143,7 +143,7 @@ static void krping_test_unknown_names(struct kunit *test)
 	static const char * const names[] = {
 		"", "nosuch", "Role", "ROLE", "role ", " role", "role\n",
 		"options", "start", "client", "server", "addr6", "tx-depth",
-		"wlat", "rlat", "bw", "fr", "tx_depth", "mem-mode",
+		"wlat", "rlat", "bw", "fr", "slat", "tx_depth", "mem-mode",
 	};
 	struct krping_options opts, before;
 	char buf[32];
@@ -227,6 +227,7 @@ static const struct krping_set_case krping_set_good_cases[] = {
 	{ "test", "rlat", "rlat" },
 	{ "test", "bw", "bw" },
 	{ "test", "fr", "fr" },
+	{ "test", "slat", "slat" },
 	{ "test", "bw\n", "bw" },
 
 	{ "mem_mode", "reg", "reg" },
@@ -798,6 +799,7 @@ static const struct krping_parse_case krping_parse_good_cases[] = {
 	{ "rlat", D_PORT "," D_CSZ ",test=rlat," D_TAIL },
 	{ "bw", D_PORT "," D_CSZ ",test=bw," D_TAIL },
 	{ "fr", D_PORT "," D_CSZ ",test=fr," D_TAIL },
+	{ "slat", D_PORT "," D_CSZ ",test=slat," D_TAIL },
 	{ "duplex", D_PORT "," D_CSZ ",test=ping," D_TAIL ",duplex" },
 	{ "poll", D_PORT "," D_CSZ ",test=ping," D_TAIL ",poll" },
 	{ "txdepth=128", D_PORT "," D_CSZ

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""The benchmarks (test = wlat, rlat, bw, fr; ping's timing) on rxe.
+"""The benchmarks (test = wlat, rlat, bw, fr, slat; ping's timing) on rxe.
 
 Checks, per test and memory mode, that a run completes, that stats/ holds
 exactly the expected counters, and that latency/ and bandwidth/ are there
@@ -24,7 +24,8 @@ from lib.krping import (bench_stats, bench_latency_samples,
                         session_bandwidth, session_reset)
 
 COUNT = 20
-SIZE = {"ping": 64, "wlat": 4096, "rlat": 4096, "bw": 4096, "fr": 65536}
+SIZE = {"ping": 64, "wlat": 4096, "rlat": 4096, "bw": 4096, "fr": 65536,
+        "slat": 4096}
 # A stop or rmdir must return within this (the ABI says about a second;
 # TCG gets some slack), and the peer must notice within PEER_END.
 STOP_LIMIT = 2.0
@@ -64,7 +65,7 @@ def bench_pair(pool, test, count=COUNT, size=None, duplex=False, **kw):
 
 @pytest.mark.either
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
-@pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw", "fr"])
+@pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw", "fr", "slat"])
 def test_bench_completes(pool, test, mem_mode):
     bench_pair(pool, test, mem_mode=mem_mode)
 
@@ -75,6 +76,8 @@ def test_bench_completes(pool, test, mem_mode):
     ("rlat", dict(poll=1)),
     ("bw", dict(poll=1)),
     ("fr", dict(poll=1)),
+    ("slat", dict(poll=1)),
+    ("slat", dict(size=1)),
     ("bw", dict(txdepth=4)),
     ("fr", dict(txdepth=4)),
     ("wlat", dict(size=1)),
@@ -182,6 +185,8 @@ def start_running(srv, cli):
     ("bw", "client", "stop", 10**6),
     ("bw", "server", "stop", 0),
     ("fr", "client", "stop", 0),
+    ("slat", "server", "stop", 0),
+    ("slat", "client", "rmdir", 0),
 ])
 def test_stop_mid_benchmark(pool, test, side, how, count):
     """start=0 or rmdir in the middle of a busy-polling benchmark returns
@@ -216,7 +221,7 @@ def test_stop_mid_benchmark(pool, test, side, how, count):
         bw = session_bandwidth(s)
         assert bandwidth_problems(bw, SIZE[test]) == [], \
             f"{s.name} bandwidth {bw}"
-        if test in ("wlat", "rlat") and s is cli:
+        if test in ("wlat", "rlat", "slat") and s is cli:
             assert abs(lat["samples"] - st["iterations"]) <= 1, \
                 f"{s.name}: {lat} vs {st}"
             assert st["iterations"] > 0, s.describe()

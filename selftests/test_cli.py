@@ -324,7 +324,7 @@ def test_interrupt_removes_sessions(name):
 
 @krping.STOCK_ONLY
 @needs_bench
-@pytest.mark.parametrize("test", ["wlat", "rlat", "bw"])
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "slat"])
 def test_benchmark_table_and_json(name, tool, capsys, test):
     cp = cli("pair", *common(count=10), "--size", 4096, "--test", test,
              "--name", name, "--both", "--keep", check=0)

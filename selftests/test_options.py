@@ -54,6 +54,9 @@ GOOD = [
     ("fr", dict(test="fr"),
      "port=7174,count=0,size=64,test=fr,mem_mode=reg,txdepth=64,tos=0,"
      "peer_timeout_ms=30000"),
+    ("slat", dict(test="slat"),
+     "port=7174,count=0,size=64,test=slat,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000"),
     ("role=none", {}, DEFAULT_CANON),
     ("count=0", {}, DEFAULT_CANON),
     ("client\n", dict(role="client"),

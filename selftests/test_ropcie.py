@@ -123,7 +123,8 @@ def test_ropcie_four_pairs_at_once(pool):
         check_run(srv, cli, 20, size, srv.wait_end(), cli.wait_end())
 
 
-BENCH_SIZE = {"wlat": 4096, "rlat": 4096, "bw": 65536, "fr": 65536}
+BENCH_SIZE = {"wlat": 4096, "rlat": 4096, "bw": 65536, "fr": 65536,
+              "slat": 4096}
 
 
 def check_bench_side(s, test, role, count, size, duplex=False):
@@ -158,13 +159,13 @@ def run_bench(pool, test, mem_mode="reg", duplex=False, **extra):
 
 
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
-@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr"])
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr", "slat"])
 def test_ropcie_bench(pool, test, mem_mode):
     """krping's benchmarks over ropcie0, with the exact counters."""
     run_bench(pool, test, mem_mode)
 
 
-@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr"])
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr", "slat"])
 def test_ropcie_bench_poll(pool, test):
     run_bench(pool, test, poll=1)
 

@@ -157,6 +157,7 @@ GOOD = [
     ("test", "rlat", "rlat"),
     ("test", "bw", "bw"),
     ("test", "fr", "fr"),
+    ("test", "slat", "slat"),
     ("mem_mode", "dma", "dma"),
     ("mem_mode", "reg", "reg"),
     ("txdepth", "4", "4"),

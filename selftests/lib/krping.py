@@ -949,7 +949,7 @@ def ending_line(log, srv):
 LATENCY = ("samples", "min_ns", "max_ns", "mean_ns", "p50_ns", "p99_ns",
            "p999_ns", "stdev_ns")
 BANDWIDTH = ("bytes", "duration_ns", "mbytes_per_sec", "msgs_per_sec")
-BENCH_TESTS = ("wlat", "rlat", "bw", "fr")
+BENCH_TESTS = ("wlat", "rlat", "bw", "fr", "slat")
 MB = 1 << 20            # mbytes_per_sec counts MB of 2^20 bytes, as perftest
 # 16-byte SENDs (and RECVs) of each side around a benchmark: its buffer's
 # advertisement before, an end marker after
@@ -985,7 +985,12 @@ def bench_stats(test, role, n, size, duplex=False):
               write_msgs=0, write_bytes=0,
               read_msgs=0, read_bytes=0, iterations=0)
     client = role == "client"
-    if test == "wlat" or (test == "bw" and (client or duplex)):
+    if test == "slat":
+        # n data SENDs each way, on top of the setup and end messages
+        st.update(send_msgs=n_setup + n, send_bytes=n_setup * ADV_BYTES + n * size,
+                  recv_msgs=n_setup + n, recv_bytes=n_setup * ADV_BYTES + n * size,
+                  iterations=n)
+    elif test == "wlat" or (test == "bw" and (client or duplex)):
         st.update(write_msgs=n, write_bytes=n * size, iterations=n)
     elif test == "rlat" and client:
         st.update(read_msgs=n, read_bytes=n * size, iterations=n)
@@ -996,8 +1001,8 @@ def bench_stats(test, role, n, size, duplex=False):
 
 def bench_latency_samples(test, role, n, duplex=False):
     """latency/samples of a completed run."""
-    if test == "wlat":
-        # half round trips: the server's first write has no start time
+    if test in ("wlat", "slat"):
+        # half round trips: the server's first write or SEND has no start time
         return n if role == "client" else max(n - 1, 0)
     if test == "ping" or (test == "rlat" and role == "client"):
         return n
