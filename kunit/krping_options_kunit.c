@@ -1328,7 +1328,7 @@ static void krping_test_validate_raw(struct kunit *test)
 	KRPING_RAW(x.txdepth = KRPING_MIN_TXDEPTH - 1);
 	KRPING_RAW(x.txdepth = KRPING_MAX_TXDEPTH + 1);
 	KRPING_RAW(x.role = 3);
-	KRPING_RAW(x.test = 5);
+	KRPING_RAW(x.test = KRPING_TEST_SLAT + 1);
 	KRPING_RAW(x.mem_mode = 2);
 	KRPING_RAW(x.addr.ss_family = AF_UNIX);
 	KRPING_RAW(x.addr.ss_family = AF_UNSPEC);
