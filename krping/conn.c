@@ -471,6 +471,19 @@ static void krping_port_event(struct ib_event_handler *handler,
 	}
 }
 
+/*
+ * The provider lost the QP's connection (a link or its peer host gone):
+ * a hard error, so that the flush that follows is not taken for a peer
+ * that closed cleanly between iterations. Called in any context.
+ */
+static void krping_qp_event(struct ib_event *ev, void *context)
+{
+	struct krping_run *run = context;
+
+	if (ev->event == IB_EVENT_QP_FATAL)
+		krping_fail(run, -ECONNRESET);
+}
+
 static int krping_wc_errno(enum ib_wc_status status)
 {
 	switch (status) {
@@ -742,6 +755,8 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	qp_attr.send_cq = run->cq;
 	qp_attr.recv_cq = run->cq;
 	qp_attr.qp_type = IB_QPT_RC;
+	qp_attr.event_handler = krping_qp_event;
+	qp_attr.qp_context = run;
 	qp_attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	/*
 	 * One extra slot on each queue for ib_drain_qp(), and one on the

@@ -219,8 +219,11 @@ static int krping_server_loop(struct krping_run *run)
 						      KRPING_LINGER_TIMEOUT);
 
 		ret = krping_server_recv_adv(run, &addr, &rkey, &len);
-		/* A client that leaves between iterations is a clean end. */
-		if (ret == -ECONNRESET && !o->count)
+		/*
+		 * A client that leaves between iterations is a clean end; a
+		 * connection lost under us (run->error) is not.
+		 */
+		if (ret == -ECONNRESET && !o->count && !READ_ONCE(run->error))
 			return 0;
 		t0 = ktime_get_ns();
 		if (!ret)

@@ -726,11 +726,13 @@ int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len)
 
 /*
  * The other host ends a connection over the link (CLOSE), or the link is
- * gone: @qp's side of it ends. If it was established, the QP fails and
- * its ULP gets DISCONNECT and CLOSE; a connection still being made is
- * answered by its request (refused by the link's end, or by its timeout).
+ * gone (@lost): @qp's side of it ends. If it was established, the QP
+ * fails (with IB_EVENT_QP_FATAL first when the link is gone) and its ULP
+ * gets DISCONNECT and CLOSE; a connection still being made is answered
+ * by its request (refused by the link's end, or by its timeout).
  */
-void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp)
+void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp,
+			 bool lost)
 {
 	struct ropcie_lx_ctrl *msg = NULL;
 	struct iw_cm_id *theirs = NULL;
@@ -745,7 +747,10 @@ void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp)
 		if (qp->lx.peer_conn) {
 			theirs = qp->cm_id;
 			qp->cm_id = NULL;
-			ropcie_qp_set_error(qp);
+			if (lost)
+				ropcie_qp_fatal(qp);
+			else
+				ropcie_qp_set_error(qp);
 		}
 		if (theirs) {
 			ropcie_cm_event(theirs, IW_CM_EVENT_DISCONNECT, 0,

@@ -1326,7 +1326,7 @@ static int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 		return 0;
 	if (m->type == ROPCIE_WIRE_CLOSE) {
 		/* After every answer the peer gave before it. */
-		ropcie_cm_link_lost(x, qp);
+		ropcie_cm_link_lost(x, qp, false);
 		ropcie_qp_put(qp);
 		return 0;
 	}
@@ -1688,7 +1688,7 @@ static void ropcie_xport_end_gen(struct ropcie_xport *x, bool dead)
 		xa_unlock_irqrestore(&x->conns, flags);
 		if (!qp)
 			break;
-		ropcie_cm_link_lost(x, qp);
+		ropcie_cm_link_lost(x, qp, true);
 		ropcie_lx_conn_del(x, id);
 		ropcie_qp_put(qp);
 	}

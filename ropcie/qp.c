@@ -76,6 +76,31 @@ void ropcie_qp_set_error(struct ropcie_qp *qp)
 	ropcie_qp_kick(qp);
 }
 
+/**
+ * ropcie_qp_fatal() - the QP's connection was lost under it
+ * @qp: the QP
+ *
+ * Tells its ULP with IB_EVENT_QP_FATAL before the flush, as hardware does
+ * when its link fails, so that the ULP can tell the loss from a peer that
+ * closed cleanly (which flushes the same receives), then moves the QP to
+ * the error state.
+ *
+ * Context: any; the ULP's handler runs in it, as QP events from an
+ * interrupt do.
+ */
+void ropcie_qp_fatal(struct ropcie_qp *qp)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.event = IB_EVENT_QP_FATAL,
+		.element.qp = &qp->ibqp,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	ropcie_qp_set_error(qp);
+}
+
 /* Connection established: INIT/RTR -> RTS. False in any other state. */
 bool ropcie_qp_to_rts(struct ropcie_qp *qp)
 {

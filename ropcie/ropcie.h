@@ -385,6 +385,7 @@ void ropcie_qp_get(struct ropcie_qp *qp);
 void ropcie_qp_put(struct ropcie_qp *qp);
 void ropcie_qp_kick(struct ropcie_qp *qp);
 void ropcie_qp_set_error(struct ropcie_qp *qp);
+void ropcie_qp_fatal(struct ropcie_qp *qp);
 bool ropcie_qp_to_rts(struct ropcie_qp *qp);
 bool ropcie_qp_target_enter(struct ropcie_qp *qp);
 void ropcie_qp_target_leave(struct ropcie_qp *qp);
@@ -552,6 +553,7 @@ void ropcie_cm_remove_device(struct ropcie_dev *dev);
 void ropcie_cm_link_msg(struct ropcie_xport *x, u32 gen,
 			const struct ropcie_wire_cm_msg *m);
 void ropcie_cm_link_down(struct ropcie_xport *x);
-void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp);
+void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp,
+			 bool lost);
 
 #endif /* ROPCIE_H */
