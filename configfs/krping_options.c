@@ -17,7 +17,8 @@
  *    it would overflow 32 bits.
  *  - boolean: exactly "0" or "1".
  *  - enum: exactly one of the lower-case names (role: "none", "client",
- *    "server"; test: "ping", "wlat", "rlat", "bw", "fr", "slat";
+ *    "server"; test: "ping", "wlat", "rlat", "bw", "fr", "slat",
+ *    "sbw";
  *    mem_mode: "reg", "dma").
  *  - addr: an IPv4 dotted quad (four decimal fields 0..255, no leading
  *    zeros) or an IPv6 literal as in6_pton() takes it, with an embedded
@@ -84,6 +85,7 @@ static const char * const krping_test_names[] = {
 	[KRPING_TEST_BW] = "bw",
 	[KRPING_TEST_FR] = "fr",
 	[KRPING_TEST_SLAT] = "slat",
+	[KRPING_TEST_SBW] = "sbw",
 };
 
 static const char * const krping_mem_mode_names[] = {
@@ -92,7 +94,7 @@ static const char * const krping_mem_mode_names[] = {
 };
 
 static_assert(ARRAY_SIZE(krping_role_names) == KRPING_ROLE_SERVER + 1);
-static_assert(ARRAY_SIZE(krping_test_names) == KRPING_TEST_SLAT + 1);
+static_assert(ARRAY_SIZE(krping_test_names) == KRPING_TEST_SBW + 1);
 static_assert(ARRAY_SIZE(krping_mem_mode_names) == KRPING_MEM_DMA + 1);
 
 /* The table below accesses each field with the width its type says. */
@@ -142,7 +144,7 @@ static const struct krping_opt krping_opts[] = {
 	KRPING_NUM(port, KRPING_OPT_U16, 1, U16_MAX),
 	KRPING_NUM(count, KRPING_OPT_U32, 0, U32_MAX),
 	KRPING_NUM(size, KRPING_OPT_U32, KRPING_MIN_SIZE, KRPING_MAX_SIZE),
-	KRPING_ENUM(test, krping_test_names, KRPING_TEST_SLAT, false),
+	KRPING_ENUM(test, krping_test_names, KRPING_TEST_SBW, false),
 	KRPING_ENUM(mem_mode, krping_mem_mode_names, KRPING_MEM_DMA, false),
 	KRPING_NUM(txdepth, KRPING_OPT_U32, KRPING_MIN_TXDEPTH,
 		   KRPING_MAX_TXDEPTH),
@@ -184,6 +186,7 @@ static const struct krping_legacy_opt krping_legacy_opts[] = {
 	{ .name = "bw", .attr = "test", .value = "bw" },
 	{ .name = "fr", .attr = "test", .value = "fr" },
 	{ .name = "slat", .attr = "test", .value = "slat" },
+	{ .name = "sbw", .attr = "test", .value = "sbw" },
 	{ .name = "tx-depth", .attr = "txdepth" },
 };
 

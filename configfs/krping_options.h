@@ -28,6 +28,7 @@ enum krping_test {
 	KRPING_TEST_BW,
 	KRPING_TEST_FR,
 	KRPING_TEST_SLAT,
+	KRPING_TEST_SBW,
 };
 
 enum krping_mem_mode {

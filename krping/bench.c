@@ -76,9 +76,9 @@ static int krping_bench_setup(struct krping_run *run)
 	/* Both sides must run the same size; a smaller sink cannot take it. */
 	if (be32_to_cpu(run->rx.size) < o->size)
 		return -EMSGSIZE;
-	/* slat: the first data receive instead (see bench_send.c). */
-	if (o->test == KRPING_TEST_SLAT)
-		ret = krping_bench_post_data_recv(run);
+	/* The SEND benchmarks post receives of their own (bench_send.c). */
+	if (o->test == KRPING_TEST_SLAT || o->test == KRPING_TEST_SBW)
+		ret = krping_bench_send_setup(run);
 	else
 		ret = krping_post_recv(run);
 	if (ret || o->role == KRPING_ROLE_CLIENT)
@@ -143,6 +143,9 @@ int krping_bench(struct krping_run *run)
 		break;
 	case KRPING_TEST_SLAT:
 		ret = krping_bench_slat(run);
+		break;
+	case KRPING_TEST_SBW:
+		ret = krping_bench_sbw(run);
 		break;
 	default:
 		ret = -EOPNOTSUPP;

@@ -12,10 +12,29 @@
  * ends the connection. So each side posts the receive for the peer's
  * next message before it sends the message that the peer answers: the
  * first data receive in place of the setup's receive for the closing
- * message (krping_bench_setup()), the closing message's own receive
+ * message (krping_bench_send_setup()), the closing message's own receive
  * before the last data SEND (server) or before the closing SEND
  * (client). A receive queue is consumed in order, and with these rules
  * there is never more than one receive of the test posted.
+ *
+ * sbw: a stream of SENDs from the client into receives the server keeps
+ * posted, as ib_send_bw (krping_bench_stream()). perftest only hopes
+ * that its receiver reposts in time, which iWARP punishes with the end
+ * of the connection; here the client SENDs only into receives the server
+ * granted. The server keeps sbw_depth data receives posted, reposts one
+ * in the completion handler of each that fills (so its thread's
+ * scheduling does not matter), posts the closing message's receive after
+ * the count-th, and RDMA WRITEs the number of receives it has posted so
+ * far (a grant) into the first eight bytes of the client's sink: once
+ * before it answers the advertisement, then whenever a quarter of the
+ * depth or the last receive has been posted since, one WRITE in flight
+ * at a time. The client reads the grant before each SEND and waits while
+ * it has used all of it. The grant only grows and is written whole (one
+ * aligned eight-byte WRITE); the client keeps the highest it has read,
+ * at most its count, and a client that has used up its grant always gets
+ * another: the server has then received everything, and posted depth or
+ * the rest of the count past it. The grant WRITEs are flow control, not
+ * test traffic: stats/ does not count them.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -23,20 +42,32 @@
 
 #include "run.h"
 
-static void krping_data_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+/* How long an sbw client that has used up its grant naps between looks. */
+#define KRPING_GRANT_NAP_NS	(20 * NSEC_PER_USEC)
+
+/* Count a data receive that completed; false if it failed the run. */
+static bool krping_data_recv_ok(struct krping_run *run, struct ib_wc *wc)
 {
-	struct krping_run *run = cq->cq_context;
 	struct krping_stats *st = &run->sess->stats;
 
 	if (!krping_wc_ok(run, wc, "data RECV"))
-		return;
+		return false;
 	if (wc->byte_len != run->opts->size) {
 		krping_fail(run, -EPROTO);
-		return;
+		return false;
 	}
 	atomic64_inc(&st->recv_msgs);
 	atomic64_add(wc->byte_len, &st->recv_bytes);
 	krping_heard(run);
+	return true;
+}
+
+static void krping_data_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krping_run *run = cq->cq_context;
+
+	if (!krping_data_recv_ok(run, wc))
+		return;
 	krping_count_inc(&run->data_count);
 	krping_wake(run);
 }
@@ -55,16 +86,11 @@ static void krping_data_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	krping_wake(run);
 }
 
-/**
- * krping_bench_post_data_recv() - post a receive of a whole buffer
- * @run: the run
- *
- * Into our sink (rdma_buf, through its registration in reg mode), for
- * one data SEND of the peer.
- *
- * Return: 0 or a negative errno.
+/*
+ * Post a receive for one data SEND of the peer, into our sink (rdma_buf,
+ * through its registration in reg mode); it completes on data_recv_cqe.
  */
-int krping_bench_post_data_recv(struct krping_run *run)
+static int krping_bench_post_data_recv(struct krping_run *run)
 {
 	struct ib_sge sge = { .length = run->opts->size };
 	struct ib_recv_wr wr = {
@@ -73,7 +99,6 @@ int krping_bench_post_data_recv(struct krping_run *run)
 		.num_sge = 1,
 	};
 
-	run->data_recv_cqe.done = krping_data_recv_done;
 	if (run->rdma_mr.mr) {
 		sge.addr = run->rdma_mr.mr->iova;
 		sge.lkey = run->rdma_mr.mr->lkey;
@@ -100,7 +125,7 @@ int krping_bench_slat(struct krping_run *run)
 	u32 i;
 	int ret;
 
-	/* The first data receive was posted by krping_bench_setup(). */
+	/* The first data receive was posted by krping_bench_send_setup(). */
 	for (i = 0; !count || i < count; i++) {
 		bool last = count && i + 1 == count;
 
@@ -145,4 +170,198 @@ int krping_bench_slat(struct krping_run *run)
 	}
 	/* Every SEND completed before the closing message. */
 	return krping_wait_count(run, &run->rdma_count, run->rdma_posted);
+}
+
+/*
+ * Tell the client how many data receives it may fill: all posted so far,
+ * when a quarter of the depth or the last of the count is posted since
+ * the last grant and no grant is in flight (its completion looks again).
+ * Called by the thread before any data can arrive, then only by the CQ's
+ * handlers, which never run at once.
+ */
+static int krping_sbw_grant(struct krping_run *run)
+{
+	u64 grant = run->sbw_posted, *src = run->grant_buf.addr;
+	u32 count = run->opts->count;
+	struct ib_sge sge = {
+		.addr = run->grant_buf.dma,
+		.length = sizeof(__be64),
+		.lkey = run->pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = &run->grant_cqe,
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = run->peer_addr,
+		.rkey = run->peer_rkey,
+	};
+	int ret;
+
+	if (run->sbw_granting || grant == run->sbw_granted)
+		return 0;
+	if (grant - run->sbw_granted < max_t(u32, run->sbw_depth / 4, 1) &&
+	    !(count && grant == count))
+		return 0;
+	*src = cpu_to_be64(grant);
+	ib_dma_sync_single_for_device(run->pd->device, run->grant_buf.dma,
+				      sizeof(__be64), DMA_TO_DEVICE);
+	run->sbw_granting = true;
+	ret = ib_post_send(run->qp, &wr.wr, NULL);
+	if (ret) {
+		run->sbw_granting = false;
+		return ret;
+	}
+	run->sbw_granted = grant;
+	return 0;
+}
+
+static void krping_sbw_grant_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krping_run *run = cq->cq_context;
+	int ret;
+
+	if (!krping_wc_ok(run, wc, "grant WRITE"))
+		return;
+	krping_heard(run);
+	run->sbw_granting = false;
+	ret = krping_sbw_grant(run);
+	if (ret)
+		krping_fail(run, ret);
+}
+
+/*
+ * Post the server's data receives up to sbw_depth ahead of what arrived
+ * (but no more than the count), the closing message's receive after the
+ * last, and grant them.
+ */
+static int krping_sbw_post_recvs(struct krping_run *run)
+{
+	u64 target = krping_read_count(&run->data_count) + run->sbw_depth;
+	u32 count = run->opts->count;
+	int ret = 0;
+
+	if (count)
+		target = min_t(u64, target, count);
+	while (run->sbw_posted < target) {
+		ret = krping_bench_post_data_recv(run);
+		if (ret)
+			return ret;
+		run->sbw_posted++;
+		if (count && run->sbw_posted == count)
+			ret = krping_post_recv(run);
+		if (ret)
+			return ret;
+	}
+	return krping_sbw_grant(run);
+}
+
+static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krping_run *run = cq->cq_context;
+	int ret;
+
+	if (!krping_data_recv_ok(run, wc))
+		return;
+	krping_count_inc(&run->data_count);
+	ret = krping_sbw_post_recvs(run);
+	if (ret)
+		krping_fail(run, ret);
+	krping_wake(run);
+}
+
+/* The highest grant the server has written, at most our count. */
+static u64 krping_sbw_read_grant(struct krping_run *run)
+{
+	const struct krping_buf *b = &run->rdma_buf;
+	u32 count = run->opts->count;
+	u64 grant;
+
+	ib_dma_sync_single_for_cpu(run->pd->device, b->dma, sizeof(__be64),
+				   b->dir);
+	grant = be64_to_cpu(READ_ONCE(*(__be64 *)b->addr));
+	if (count)
+		grant = min_t(u64, grant, count);
+	run->sbw_seen = max(run->sbw_seen, grant);
+	return run->sbw_seen;
+}
+
+/**
+ * krping_sbw_wait_grant() - wait until the server granted another SEND
+ * @run: the run (an sbw client)
+ * @sent: the data SENDs posted so far
+ *
+ * A grant is a WRITE, which completes nothing here: between looks at it
+ * the thread naps KRPING_GRANT_NAP_NS (or yields, when the run polls),
+ * waking early on any completion.
+ *
+ * Return: 0, or the errno that ends the run.
+ */
+int krping_sbw_wait_grant(struct krping_run *run, u64 sent)
+{
+	int seen, ret;
+
+	for (;;) {
+		seen = atomic_read(&run->events);
+		if (sent < krping_sbw_read_grant(run))
+			return 0;
+		ret = krping_check(run);
+		if (ret)
+			return ret;
+		if (run->poll) {
+			krping_spin_yield();
+			continue;
+		}
+		wait_event_interruptible_hrtimeout(run->wq,
+						   atomic_read(&run->events) != seen ||
+						   kthread_should_stop(),
+						   ns_to_ktime(KRPING_GRANT_NAP_NS));
+	}
+}
+
+/**
+ * krping_bench_send_setup() - the SEND benchmarks' receives before the test
+ * @run: the run, its peer's sink known
+ *
+ * slat: the first data receive. sbw: the server's data receives and its
+ * first grant; the client's receive for the closing message.
+ *
+ * Return: 0 or a negative errno.
+ */
+int krping_bench_send_setup(struct krping_run *run)
+{
+	if (run->opts->test == KRPING_TEST_SLAT) {
+		run->data_recv_cqe.done = krping_data_recv_done;
+		return krping_bench_post_data_recv(run);
+	}
+	if (run->opts->role == KRPING_ROLE_CLIENT)
+		return krping_post_recv(run);
+	run->data_recv_cqe.done = krping_sbw_recv_done;
+	run->grant_cqe.done = krping_sbw_grant_done;
+	return krping_sbw_post_recvs(run);
+}
+
+int krping_bench_sbw(struct krping_run *run)
+{
+	u32 count = run->opts->count;
+	int ret;
+
+	if (run->opts->role == KRPING_ROLE_CLIENT)
+		return krping_bench_stream(run, IB_WR_SEND);
+	/*
+	 * The server's handler does the work, which with poll=1 runs only
+	 * when this thread polls: no lazy wait here, as perftest's server
+	 * busy-polls too. With count=0 no closing message comes (its
+	 * receive is never posted): the run ends when the client goes.
+	 */
+	if (!count)
+		return krping_wait_count(run, &run->recv_count,
+					 run->recv_expected + 1);
+	ret = krping_wait_count(run, &run->data_count, count);
+	atomic64_set(&run->sess->stats.iterations,
+		     krping_read_count(&run->data_count));
+	return ret;
 }

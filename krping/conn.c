@@ -705,11 +705,28 @@ bool krping_server_registers(const struct krping_run *run, bool read)
 }
 
 /* Queues, buffers and registrations of a run, on @id's device. */
+/*
+ * sbw: how many data receives the server keeps posted. Twice the send
+ * queue, as perftest's rx_depth is to its tx_depth, within what the
+ * device's queues and CQs take beside the rest of the run.
+ */
+static int krping_sbw_depth(const struct krping_options *o,
+			    const struct ib_device_attr *attr)
+{
+	int depth = 2 * o->txdepth;
+
+	depth = min(depth, attr->max_qp_wr - KRPING_RECV_DEPTH - 1);
+	depth = min(depth, attr->max_cqe - (int)o->txdepth -
+			   KRPING_RECV_DEPTH - 4);
+	return depth > 0 ? depth : -EINVAL;
+}
+
 static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 {
 	const struct krping_options *o = run->opts;
 	bool client = o->role == KRPING_ROLE_CLIENT;
 	bool bench = o->test != KRPING_TEST_PING;
+	bool sbw_server = o->test == KRPING_TEST_SBW && !client;
 	struct ib_device *dev = id->device;
 	struct ib_qp_init_attr qp_attr = {};
 	int ret;
@@ -744,7 +761,14 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	 * both drain WRs.
 	 */
 	run->poll = o->poll;
-	run->cq = ib_alloc_cq(dev, run, o->txdepth + KRPING_RECV_DEPTH + 4, 0,
+	if (sbw_server) {
+		ret = krping_sbw_depth(o, &dev->attrs);
+		if (ret < 0)
+			return ret;
+		run->sbw_depth = ret;
+	}
+	run->cq = ib_alloc_cq(dev, run,
+			      o->txdepth + KRPING_RECV_DEPTH + 4 + run->sbw_depth, 0,
 			      o->poll ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
 	if (IS_ERR(run->cq)) {
 		ret = PTR_ERR(run->cq);
@@ -763,7 +787,7 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	 * send queue for the keepalive probe.
 	 */
 	qp_attr.cap.max_send_wr = o->txdepth + 2;
-	qp_attr.cap.max_recv_wr = KRPING_RECV_DEPTH + 1;
+	qp_attr.cap.max_recv_wr = KRPING_RECV_DEPTH + 1 + run->sbw_depth;
 	qp_attr.cap.max_send_sge = 1;
 	qp_attr.cap.max_recv_sge = 1;
 	ret = rdma_create_qp(id, run->pd, &qp_attr);
@@ -776,9 +800,15 @@ static int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	if (!ret)
 		ret = krping_buf_alloc(run, &run->send_buf, KRPING_MSG_SIZE,
 				       DMA_TO_DEVICE);
+	/* An sbw client's sink takes the server's grants too. */
 	if (!ret)
-		ret = krping_buf_alloc(run, &run->rdma_buf, o->size,
-				       DMA_BIDIRECTIONAL);
+		ret = krping_buf_alloc(run, &run->rdma_buf,
+				       o->test == KRPING_TEST_SBW ?
+				       max_t(u32, o->size, sizeof(__be64)) :
+				       o->size, DMA_BIDIRECTIONAL);
+	if (!ret && sbw_server)
+		ret = krping_buf_alloc(run, &run->grant_buf, sizeof(__be64),
+				       DMA_TO_DEVICE);
 	if (!ret && (client || bench))
 		ret = krping_buf_alloc(run, &run->start_buf, o->size,
 				       DMA_BIDIRECTIONAL);
@@ -1001,6 +1031,7 @@ void krping_teardown(struct krping_run *run)
 		krping_buf_free(run, &run->send_buf);
 		krping_buf_free(run, &run->start_buf);
 		krping_buf_free(run, &run->rdma_buf);
+		krping_buf_free(run, &run->grant_buf);
 	}
 	if (run->cq)
 		ib_free_cq(run->cq);

@@ -105,7 +105,7 @@ void krping_session_set_device(struct krping_session *sess,
 			       const struct ib_device *dev);
 void krping_session_publish(struct krping_session *sess,
 			    const struct krping_lat_summary *lat,
-			    u64 bytes, u64 duration_ns);
+			    u64 msgs, u64 bytes, u64 duration_ns);
 int krping_session_reset(struct krping_session *sess);
 const char *krping_state_name(int state);
 

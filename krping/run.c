@@ -49,7 +49,8 @@ int krping_run(struct krping_session *sess, const struct krping_options *opts)
 	}
 
 	krping_lat_summarize(&run->lat, &lat);
-	krping_session_publish(sess, &lat, run->bw_bytes, run->bw_ns);
+	krping_session_publish(sess, &lat, run->bw_msgs, run->bw_bytes,
+			       run->bw_ns);
 
 	krping_teardown(run);
 	krping_lat_free(&run->lat);

@@ -76,7 +76,8 @@ enum {
  * @poll: the CQ is polled by the thread (poll=1), not by softirq
  * @lazy: with @poll, waits that measure nothing sleep between polls
  * @lat: per-iteration latency samples
- * @bw_bytes: bytes moved by a bandwidth run
+ * @bw_msgs: operations completed by a bandwidth run
+ * @bw_bytes: bytes they moved
  * @bw_ns: duration of a bandwidth run
  * @cm_id: the client's id, or the server's listening id
  * @child: server: the connection being accepted (set by the CM handler)
@@ -99,8 +100,9 @@ enum {
  * @recv_count: successful receive completions
  * @recv_expected: receives the thread has waited for so far
  * @send_count: successful SEND completions
- * @rdma_count: successful RDMA READ/WRITE completions (slat: data SENDs)
- * @data_count: slat: successful receives of the peer's data SENDs
+ * @rdma_count: successful RDMA READ/WRITE completions (slat, sbw: data
+ *	SENDs)
+ * @data_count: slat, sbw: successful receives of the peer's data SENDs
  * @rdma_len: length of the RDMA operation in flight (for the byte counts)
  * @rx: copy of the last message received
  * @rx_inv_rkey: rkey the last receive invalidated, 0 if none
@@ -109,9 +111,15 @@ enum {
  * @rdma_posted: RDMA READ/WRITEs posted (benchmarks)
  * @fr_count: fr: completed LOCAL_INVs
  * @fr_cqe: fr: completion handler of LOCAL_INV
- * @bw_cqe: bw: completion handler of a signaled WRITE, which also
- *	completes the unsignaled ones posted before it
- * @bw_every: bw: one WRITE in this many is signaled
+ * @bw_cqe: bw, sbw: completion handler of a signaled WRITE or SEND,
+ *	which also completes the unsignaled ones posted before it
+ * @bw_every: bw, sbw: one WRITE or SEND in this many is signaled
+ * @sbw_depth: sbw server: data receives kept posted
+ * @sbw_posted: sbw server: data receives posted so far
+ * @sbw_granted: sbw server: the last grant written to the client (the
+ *	data receives it may fill), sent or in flight
+ * @sbw_granting: sbw server: a grant WRITE is in flight
+ * @sbw_seen: sbw client: the highest grant read so far
  * @fr_mrs: fr: the MRs registered and invalidated
  * @fr_nmrs: fr: how many of @fr_mrs are allocated
  * @recv_cqe: completion handler of receives
@@ -121,15 +129,17 @@ enum {
  * @fin_counted: that SEND is counted in the stats (on its completion or
  *	on the answer, whichever comes first)
  * @rdma_cqe: completion handler of RDMA READ and WRITE
- * @data_recv_cqe: slat: completion handler of a data receive
+ * @data_recv_cqe: slat, sbw: completion handler of a data receive
  * @data_send_cqe: slat: completion handler of a data SEND
+ * @grant_cqe: sbw server: completion handler of a grant WRITE
  * @reg_cqe: completion handler of REG_MR and LOCAL_INV
  * @recv_buf: receive buffer, one message
  * @send_buf: send buffer, one message
  * @start_buf: ping: the client's source the server reads; benchmarks:
  *	the local end of every transfer, on both sides
- * @rdma_buf: client: the sink the server writes; server: READ sink and
- *	WRITE source
+ * @rdma_buf: client: the sink the server writes (sbw: its grants);
+ *	server: READ sink and WRITE source
+ * @grant_buf: sbw server: the source of a grant WRITE
  * @start_mr: registration of @start_buf (reg mode)
  * @rdma_mr: registration of @rdma_buf
  * @peer_timeout: jiffies of silence after which the peer counts as gone,
@@ -147,6 +157,7 @@ struct krping_run {
 	bool poll;
 	bool lazy;
 	struct krping_lat lat;
+	u64 bw_msgs;
 	u64 bw_bytes;
 	u64 bw_ns;
 
@@ -186,6 +197,11 @@ struct krping_run {
 	struct ib_cqe fr_cqe;
 	struct ib_cqe bw_cqe;
 	u32 bw_every;
+	u32 sbw_depth;
+	u64 sbw_posted;
+	u64 sbw_granted;
+	bool sbw_granting;
+	u64 sbw_seen;
 	struct krping_mr *fr_mrs;
 	u32 fr_nmrs;
 
@@ -197,12 +213,14 @@ struct krping_run {
 	struct ib_cqe rdma_cqe;
 	struct ib_cqe data_recv_cqe;
 	struct ib_cqe data_send_cqe;
+	struct ib_cqe grant_cqe;
 	struct ib_cqe reg_cqe;
 
 	struct krping_buf recv_buf;
 	struct krping_buf send_buf;
 	struct krping_buf start_buf;
 	struct krping_buf rdma_buf;
+	struct krping_buf grant_buf;
 	struct krping_mr start_mr;
 	struct krping_mr rdma_mr;
 
@@ -258,7 +276,10 @@ int krping_bench_rlat(struct krping_run *run);
 int krping_bench_bw(struct krping_run *run);
 int krping_bench_fr(struct krping_run *run);
 int krping_bench_slat(struct krping_run *run);
-int krping_bench_post_data_recv(struct krping_run *run);
+int krping_bench_sbw(struct krping_run *run);
+int krping_bench_send_setup(struct krping_run *run);
+int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode);
+int krping_sbw_wait_grant(struct krping_run *run, u64 sent);
 int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 		      struct ib_cqe *cqe, bool signaled);
 

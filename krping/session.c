@@ -90,15 +90,15 @@ static void krping_stats_reset(struct krping_stats *st)
  * krping_session_publish() - store the figures of a finished run
  * @sess: the session
  * @lat: latency summary (all zero if the test takes no samples)
- * @bytes: bytes moved by a bandwidth test, 0 for the others
+ * @msgs: operations (WRITEs, SENDs) completed by a bandwidth test
+ * @bytes: bytes they moved, 0 for the other tests
  * @duration_ns: the time they took
  */
 void krping_session_publish(struct krping_session *sess,
 			    const struct krping_lat_summary *lat,
-			    u64 bytes, u64 duration_ns)
+			    u64 msgs, u64 bytes, u64 duration_ns)
 {
 	struct krping_bandwidth bw = {};
-	u64 msgs = atomic64_read(&sess->stats.write_msgs);
 
 	if (bytes && duration_ns) {
 		bw.bytes = bytes;

@@ -143,7 +143,8 @@ static void krping_test_unknown_names(struct kunit *test)
 	static const char * const names[] = {
 		"", "nosuch", "Role", "ROLE", "role ", " role", "role\n",
 		"options", "start", "client", "server", "addr6", "tx-depth",
-		"wlat", "rlat", "bw", "fr", "slat", "tx_depth", "mem-mode",
+		"wlat", "rlat", "bw", "fr", "slat", "sbw", "tx_depth",
+		"mem-mode",
 	};
 	struct krping_options opts, before;
 	char buf[32];
@@ -1328,7 +1329,7 @@ static void krping_test_validate_raw(struct kunit *test)
 	KRPING_RAW(x.txdepth = KRPING_MIN_TXDEPTH - 1);
 	KRPING_RAW(x.txdepth = KRPING_MAX_TXDEPTH + 1);
 	KRPING_RAW(x.role = 3);
-	KRPING_RAW(x.test = KRPING_TEST_SLAT + 1);
+	KRPING_RAW(x.test = KRPING_TEST_SBW + 1);
 	KRPING_RAW(x.mem_mode = 2);
 	KRPING_RAW(x.addr.ss_family = AF_UNIX);
 	KRPING_RAW(x.addr.ss_family = AF_UNSPEC);

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""The benchmarks (test = wlat, rlat, bw, fr, slat; ping's timing) on rxe.
+"""The benchmarks (test = wlat, rlat, bw, fr, slat, sbw; ping's timing) on rxe.
 
 Checks, per test and memory mode, that a run completes, that stats/ holds
 exactly the expected counters, and that latency/ and bandwidth/ are there
@@ -25,7 +25,7 @@ from lib.krping import (bench_stats, bench_latency_samples,
 
 COUNT = 20
 SIZE = {"ping": 64, "wlat": 4096, "rlat": 4096, "bw": 4096, "fr": 65536,
-        "slat": 4096}
+        "slat": 4096, "sbw": 4096}
 # A stop or rmdir must return within this (the ABI says about a second;
 # TCG gets some slack), and the peer must notice within PEER_END.
 STOP_LIMIT = 2.0
@@ -65,7 +65,8 @@ def bench_pair(pool, test, count=COUNT, size=None, duplex=False, **kw):
 
 @pytest.mark.either
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
-@pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw", "fr", "slat"])
+@pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw", "fr", "slat",
+                                  "sbw"])
 def test_bench_completes(pool, test, mem_mode):
     bench_pair(pool, test, mem_mode=mem_mode)
 
@@ -78,6 +79,10 @@ def test_bench_completes(pool, test, mem_mode):
     ("fr", dict(poll=1)),
     ("slat", dict(poll=1)),
     ("slat", dict(size=1)),
+    ("sbw", dict(poll=1)),
+    ("sbw", dict(size=1)),
+    ("sbw", dict(txdepth=4, count=50)),
+    ("sbw", dict(size=1048576, count=4)),
     ("bw", dict(txdepth=4)),
     ("fr", dict(txdepth=4)),
     ("wlat", dict(size=1)),
@@ -162,6 +167,12 @@ def test_results_zero_before_a_run(pool):
     assert session_bandwidth(s) == dict.fromkeys(krping.BANDWIDTH, 0)
 
 
+def did_work(st):
+    """Has a client completed benchmark work (more than its setup SEND)?"""
+    return any(st[k] for k in ("iterations", "write_msgs", "read_msgs")) or \
+        st["send_msgs"] > 1
+
+
 def start_running(srv, cli):
     srv.start()
     srv.expect_state("listening")
@@ -171,8 +182,7 @@ def start_running(srv, cli):
     # Well inside the benchmark loop: the client has done some work (on
     # the debug kernel the first iteration can take longer than the half
     # second that is plenty on Debian's kernel).
-    krping.wait_for(lambda: any(cli.stats()[k] for k in
-                                ("iterations", "write_msgs", "read_msgs")),
+    krping.wait_for(lambda: did_work(cli.stats()),
                     what=f"{cli.name}'s first completed work")
     time.sleep(0.5)
 
@@ -187,6 +197,8 @@ def start_running(srv, cli):
     ("fr", "client", "stop", 0),
     ("slat", "server", "stop", 0),
     ("slat", "client", "rmdir", 0),
+    ("sbw", "client", "stop", 0),
+    ("sbw", "server", "rmdir", 0),
 ])
 def test_stop_mid_benchmark(pool, test, side, how, count):
     """start=0 or rmdir in the middle of a busy-polling benchmark returns
@@ -225,10 +237,11 @@ def test_stop_mid_benchmark(pool, test, side, how, count):
             assert abs(lat["samples"] - st["iterations"]) <= 1, \
                 f"{s.name}: {lat} vs {st}"
             assert st["iterations"] > 0, s.describe()
-        if test == "bw":
+        if test in ("bw", "sbw"):
             # the figures are taken when the run ends; a write in flight
             # may still complete (and count in stats/) after that
-            assert bw["bytes"] <= st["write_bytes"], f"{s.name}: {bw} {st}"
+            sent = st["write_bytes" if test == "bw" else "send_bytes"]
+            assert bw["bytes"] <= sent, f"{s.name}: {bw} {st}"
             if s is cli or test_duplex:
                 assert bw["bytes"] > 0, f"{s.name}: {bw} {st}"
     # the peer's rmdir is quick as well

@@ -324,11 +324,11 @@ def test_interrupt_removes_sessions(name):
 
 @krping.STOCK_ONLY
 @needs_bench
-@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "slat"])
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "slat", "sbw"])
 def test_benchmark_table_and_json(name, tool, capsys, test):
     cp = cli("pair", *common(count=10), "--size", 4096, "--test", test,
              "--name", name, "--both", "--keep", check=0)
-    head = BW_HEAD if test == "bw" else LAT_HEAD
+    head = BW_HEAD if test in ("bw", "sbw") else LAT_HEAD
     lines = cp.stdout.splitlines()
     assert head in lines, cp.stdout
     row = lines[lines.index(head) + 1].split()
@@ -338,7 +338,7 @@ def test_benchmark_table_and_json(name, tool, capsys, test):
     side = json.loads(out)
     assert inproc(tool, capsys, "rm", name + "c", name + "s")[0] == 0
     fig = side["figures"]
-    if test == "bw":
+    if test in ("bw", "sbw"):
         bw = side["bandwidth"]
         assert bw["bytes"] == 10 * 4096
         want = bw["bytes"] / (1 << 20) / (bw["duration_ns"] / 1e9)

@@ -57,6 +57,9 @@ GOOD = [
     ("slat", dict(test="slat"),
      "port=7174,count=0,size=64,test=slat,mem_mode=reg,txdepth=64,tos=0,"
      "peer_timeout_ms=30000"),
+    ("sbw", dict(test="sbw"),
+     "port=7174,count=0,size=64,test=sbw,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000"),
     ("role=none", {}, DEFAULT_CANON),
     ("count=0", {}, DEFAULT_CANON),
     ("client\n", dict(role="client"),

@@ -124,7 +124,7 @@ def test_ropcie_four_pairs_at_once(pool):
 
 
 BENCH_SIZE = {"wlat": 4096, "rlat": 4096, "bw": 65536, "fr": 65536,
-              "slat": 4096}
+              "slat": 4096, "sbw": 65536}
 
 
 def check_bench_side(s, test, role, count, size, duplex=False):
@@ -159,13 +159,15 @@ def run_bench(pool, test, mem_mode="reg", duplex=False, **extra):
 
 
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
-@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr", "slat"])
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr", "slat",
+                                  "sbw"])
 def test_ropcie_bench(pool, test, mem_mode):
     """krping's benchmarks over ropcie0, with the exact counters."""
     run_bench(pool, test, mem_mode)
 
 
-@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr", "slat"])
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr", "slat",
+                                  "sbw"])
 def test_ropcie_bench_poll(pool, test):
     run_bench(pool, test, poll=1)
 

@@ -158,6 +158,7 @@ GOOD = [
     ("test", "bw", "bw"),
     ("test", "fr", "fr"),
     ("test", "slat", "slat"),
+    ("test", "sbw", "sbw"),
     ("mem_mode", "dma", "dma"),
     ("mem_mode", "reg", "reg"),
     ("txdepth", "4", "4"),

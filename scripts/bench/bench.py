@@ -12,6 +12,8 @@ device, and prints one table:
   wlat  ib_write_lat  median one-way latency (t_typical, RTT/2)
   rlat  ib_read_lat   median READ round trip (t_typical)
   bw    ib_write_bw   BW average [MB/sec], MB = 2^20 bytes
+  slat  ib_send_lat   median one-way SEND latency (t_typical, RTT/2)
+  sbw   ib_send_bw    BW average [MB/sec], MB = 2^20 bytes
   ping  model         krping's whole ping-pong iteration (4 SENDs of 16 B,
                       1 READ and 1 WRITE of size bytes, each waited for)
                       against the sum of perftest's parts:
@@ -92,7 +94,9 @@ ROPCIE_DEV, ROPCIE_NETDEV, ROPCIE_ADDR = "ropcie0", "rp0", "10.77.0.1"
 ROPCIE_TEST_KO = os.environ.get("ROPCIE_TEST_KO", "")
 
 PERFTEST = {"wlat": "ib_write_lat", "rlat": "ib_read_lat",
-            "bw": "ib_write_bw", "send": "ib_send_lat"}
+            "bw": "ib_write_bw", "slat": "ib_send_lat", "sbw": "ib_send_bw",
+            "send": "ib_send_lat"}
+BW_TESTS = ("bw", "sbw")
 
 
 def log(msg):
@@ -144,7 +148,7 @@ class Bench:
         port = self.next_port()
         common = [prog, "-d", a.dev, "-x", str(a.gid_index), "-s", str(size),
                   "-n", str(iters), "-p", str(port), "-F"]
-        if test == "bw":
+        if test in BW_TESTS:
             common += ["-t", str(a.txdepth)]
         client = common + [a.addr]
         t0 = time.monotonic()
@@ -191,7 +195,7 @@ class Bench:
             cmd += ["--remote", a.remote]
         if poll if poll is not None else test != "ping":
             cmd.append("--poll")
-        if test == "bw":
+        if test in BW_TESTS:
             cmd += ["--txdepth", str(a.txdepth)]
         t0 = time.monotonic()
         cp = subprocess.run(cmd, capture_output=True, text=True,
@@ -227,7 +231,7 @@ def parse_perftest(text, test):
         if "#bytes" in line and i + 1 < len(lines):
             f = lines[i + 1].split()
             try:
-                if test == "bw":
+                if test in BW_TESTS:
                     return {"bytes": int(f[0]), "iterations": int(f[1]),
                             "bw_peak_mb_per_sec": float(f[2]),
                             "bw_average_mb_per_sec": float(f[3]),
@@ -399,7 +403,7 @@ def main():
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--tests", default=None,
                     help="the krping vs perftest rows (default wlat,rlat,"
-                    "bw,ping; none with --remote)")
+                    "bw,slat,sbw,ping; none with --remote)")
     ap.add_argument("--reps", type=int, default=5,
                     help="measure each row REPS times per tool, "
                     "alternating (krping, perftest, perftest, krping, ...); "
@@ -428,7 +432,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
     args = ap.parse_args()
     if args.tests is None:
-        args.tests = "" if args.remote else "wlat,rlat,bw,ping"
+        args.tests = "" if args.remote else "wlat,rlat,bw,slat,sbw,ping"
     elif args.remote and args.tests:
         ap.error("--tests with --remote: the perftest rows need perftest "
                  "servers on HOST, which this script does not start")
@@ -439,7 +443,7 @@ def main():
     t_start = time.monotonic()
 
     def iters_for(test, size):
-        table = BW_ITERS if test == "bw" else LAT_ITERS
+        table = BW_ITERS if test in BW_TESTS else LAT_ITERS
         n = table.get(size) or (1000 if size <= 4096 else 100)
         return max(1, int(n * args.scale))
 
@@ -468,7 +472,7 @@ def main():
     parts = {}
     for test, size, iters in plan:
         kr, pt = measure(test, size, iters)
-        if test == "bw":
+        if test in BW_TESTS:
             key, unit, target = "bw_average_mb_per_sec", "MB/s avg", ">=1"
         else:
             key, unit, target = "t_typical_usec", "usec median", "<=1"

@@ -949,7 +949,7 @@ def ending_line(log, srv):
 LATENCY = ("samples", "min_ns", "max_ns", "mean_ns", "p50_ns", "p99_ns",
            "p999_ns", "stdev_ns")
 BANDWIDTH = ("bytes", "duration_ns", "mbytes_per_sec", "msgs_per_sec")
-BENCH_TESTS = ("wlat", "rlat", "bw", "fr", "slat")
+BENCH_TESTS = ("wlat", "rlat", "bw", "fr", "slat", "sbw")
 MB = 1 << 20            # mbytes_per_sec counts MB of 2^20 bytes, as perftest
 # 16-byte SENDs (and RECVs) of each side around a benchmark: its buffer's
 # advertisement before, an end marker after
@@ -990,6 +990,16 @@ def bench_stats(test, role, n, size, duplex=False):
         st.update(send_msgs=n_setup + n, send_bytes=n_setup * ADV_BYTES + n * size,
                   recv_msgs=n_setup + n, recv_bytes=n_setup * ADV_BYTES + n * size,
                   iterations=n)
+    elif test == "sbw":
+        # n data SENDs of the client into n receives of the server (the
+        # server's grant WRITEs are flow control and are not counted)
+        if client:
+            st.update(send_msgs=n_setup + n,
+                      send_bytes=n_setup * ADV_BYTES + n * size)
+        else:
+            st.update(recv_msgs=n_setup + n,
+                      recv_bytes=n_setup * ADV_BYTES + n * size)
+        st.update(iterations=n)
     elif test == "wlat" or (test == "bw" and (client or duplex)):
         st.update(write_msgs=n, write_bytes=n * size, iterations=n)
     elif test == "rlat" and client:
@@ -1010,7 +1020,8 @@ def bench_latency_samples(test, role, n, duplex=False):
 
 
 def bench_reports_bandwidth(test, role, duplex=False):
-    return test == "bw" and (role == "client" or duplex)
+    return (test == "bw" and (role == "client" or duplex)) or \
+        (test == "sbw" and role == "client")
 
 
 def latency_problems(lat):
