@@ -105,6 +105,8 @@ KRPING_OPTION_ATTR(local_dma_lkey);
 KRPING_OPTION_ATTR(read_inv);
 KRPING_OPTION_ATTR(tos);
 KRPING_OPTION_ATTR(peer_timeout_ms);
+KRPING_OPTION_ATTR(duration_ms);
+KRPING_OPTION_ATTR(warmup);
 
 static ssize_t krping_options_show(struct config_item *item, char *page)
 {
@@ -164,6 +166,8 @@ static struct configfs_attribute *krping_session_attrs[] = {
 	&krping_attr_read_inv,
 	&krping_attr_tos,
 	&krping_attr_peer_timeout_ms,
+	&krping_attr_duration_ms,
+	&krping_attr_warmup,
 	&krping_attr_options,
 	&krping_attr_start,
 	NULL,

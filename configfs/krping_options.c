@@ -61,6 +61,7 @@ enum krping_opt_type {
  * @names: the values of an ENUM, indexed by their enum value
  * @keyword: the legacy string shows this ENUM as its bare value, and
  *	leaves it out while it is index 0
+ * @optional: the legacy string leaves this number out while it is 0
  */
 struct krping_opt {
 	const char *name;
@@ -70,6 +71,7 @@ struct krping_opt {
 	u32 max;
 	const char * const *names;
 	bool keyword;
+	bool optional;
 };
 
 static const char * const krping_role_names[] = {
@@ -110,6 +112,8 @@ static_assert(KRPING_FIELD_IS(mem_mode, enum krping_mem_mode));
 static_assert(KRPING_FIELD_IS(txdepth, u32));
 static_assert(KRPING_FIELD_IS(tos, u8));
 static_assert(KRPING_FIELD_IS(peer_timeout_ms, u32));
+static_assert(KRPING_FIELD_IS(duration_ms, u32));
+static_assert(KRPING_FIELD_IS(warmup, u32));
 static_assert(KRPING_FIELD_IS(validate, bool));
 static_assert(KRPING_FIELD_IS(verbose, bool));
 static_assert(KRPING_FIELD_IS(duplex, bool));
@@ -127,6 +131,12 @@ static_assert(sizeof(bool) == sizeof(u8));
 	{ .name = #_field, .type = (_type),				\
 	  .offset = offsetof(struct krping_options, _field),		\
 	  .min = (_min), .max = (_max) }
+
+/* A number the legacy string names only when it is not 0. */
+#define KRPING_NUM_OPTIONAL(_field, _max)				\
+	{ .name = #_field, .type = KRPING_OPT_U32,			\
+	  .offset = offsetof(struct krping_options, _field),		\
+	  .max = (_max), .optional = true }
 
 #define KRPING_BOOL(_field)						\
 	{ .name = #_field, .type = KRPING_OPT_BOOL,			\
@@ -151,6 +161,8 @@ static const struct krping_opt krping_opts[] = {
 	KRPING_NUM(tos, KRPING_OPT_U8, 0, U8_MAX),
 	KRPING_NUM(peer_timeout_ms, KRPING_OPT_U32, 0,
 		   KRPING_MAX_PEER_TIMEOUT_MS),
+	KRPING_NUM_OPTIONAL(duration_ms, KRPING_MAX_DURATION_MS),
+	KRPING_NUM_OPTIONAL(warmup, U32_MAX),
 	KRPING_BOOL(validate),
 	KRPING_BOOL(verbose),
 	KRPING_BOOL(duplex),
@@ -446,7 +458,8 @@ static int krping_format_addr(const struct krping_options *opts, char *buf,
  * krping_options_init() - the settings of a freshly created session
  * @opts: filled with the defaults: no role, no address, port 7174,
  *	count 0 (until stopped), size 64, test ping, mem_mode reg,
- *	txdepth 64, tos 0, peer_timeout_ms 30000, every flag off
+ *	txdepth 64, tos 0, peer_timeout_ms 30000, duration_ms 0, warmup 0,
+ *	every flag off
  */
 void krping_options_init(struct krping_options *opts)
 {
@@ -668,7 +681,8 @@ int krping_options_parse(struct krping_options *opts, const char *str)
  *
  * The fixed order is: the role keyword (client or server, left out while
  * unset), addr= (left out while unset), port=, count=, size=, test=,
- * mem_mode=, txdepth=, tos=, peer_timeout_ms=, then each boolean that is set, as a bare
+ * mem_mode=, txdepth=, tos=, peer_timeout_ms=, duration_ms= and warmup=
+ * (each left out while 0), then each boolean that is set, as a bare
  * name, in the order validate, verbose, duplex, poll, server_inv,
  * local_dma_lkey, read_inv; then a newline. For example (one line):
  * "client,addr=10.9.0.1,port=9999,count=100,size=64,test=ping,
@@ -719,6 +733,8 @@ int krping_options_format(const struct krping_options *opts, char *buf,
 			break;
 		}
 		default:
+			if (o->optional && !val)
+				continue;
 			len += scnprintf(buf + len, size - len, "%s%s=%u", sep,
 					 o->name, val);
 			break;
@@ -733,9 +749,11 @@ int krping_options_format(const struct krping_options *opts, char *buf,
  * @opts: the settings
  *
  * A role and an address must be set; read_inv and server_inv need
- * mem_mode reg; duplex needs test bw; an IPv6 link-local address needs a
- * scope (and only one may have one). Every field must also be within its
- * option's range, which only matters for settings not made by this file.
+ * mem_mode reg; duplex needs test bw; duration_ms and warmup need a
+ * benchmark, and count + warmup must fit 32 bits; an IPv6 link-local
+ * address needs a scope (and only one may have one). Every field must
+ * also be within its option's range, which only matters for settings
+ * not made by this file.
  *
  * Return: 0 or -EINVAL.
  */
@@ -778,6 +796,13 @@ int krping_options_validate(const struct krping_options *opts)
 	    opts->mem_mode != KRPING_MEM_REG)
 		return -EINVAL;
 	if (opts->duplex && opts->test != KRPING_TEST_BW)
+		return -EINVAL;
+	/* Timed runs and warm-up are the benchmarks'. */
+	if ((opts->duration_ms || opts->warmup) &&
+	    opts->test == KRPING_TEST_PING)
+		return -EINVAL;
+	/* A run counts its iterations, warm-up included, in 32 bits. */
+	if ((u64)opts->count + opts->warmup > U32_MAX)
 		return -EINVAL;
 	return 0;
 }

@@ -44,13 +44,14 @@ enum krping_mem_mode {
 /* A peer silent this long is gone (see krping_keepalive()); 0: never. */
 #define KRPING_DEFAULT_PEER_TIMEOUT_MS	30000
 #define KRPING_MAX_PEER_TIMEOUT_MS	3600000		/* an hour */
+#define KRPING_MAX_DURATION_MS	86400000	/* a day */
 #define KRPING_MIN_SIZE		1
 #define KRPING_MAX_SIZE		(4U << 20)	/* largest kmalloc on x86 */
 #define KRPING_MIN_TXDEPTH	4	/* ping chains INV + REG + op + SEND */
 #define KRPING_MAX_TXDEPTH	16384
 
 /* Longest canonical options string, terminating NUL included. */
-#define KRPING_OPTIONS_MAX	256
+#define KRPING_OPTIONS_MAX	320
 
 /**
  * struct krping_options - the settings of one krping session
@@ -69,6 +70,11 @@ enum krping_mem_mode {
  * @tos: IP type of service of the connection
  * @peer_timeout_ms: end the run with -ETIMEDOUT when the connected peer
  *	has given no sign of life for this long; 0 waits for it forever
+ * @duration_ms: benchmarks: the client ends the measured part of the run
+ *	after this long (and after count iterations, if count is set); the
+ *	server follows it. 0: count alone ends the run
+ * @warmup: benchmarks: iterations run before the measured ones, counted
+ *	in stats/ but not in latency/ or bandwidth/
  * @validate: compare the returned ping data with what was sent
  * @verbose: log each ping's data (dynamic debug)
  * @duplex: bidirectional bandwidth test (bw only)
@@ -89,6 +95,8 @@ struct krping_options {
 	u32 txdepth;
 	u8 tos;
 	u32 peer_timeout_ms;
+	u32 duration_ms;
+	u32 warmup;
 	bool validate;
 	bool verbose;
 	bool duplex;

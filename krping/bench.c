@@ -14,8 +14,18 @@
  *
  * The sink (rdma_buf) is what the peer writes into or reads from; the
  * source (start_buf) is the local end of every transfer.
+ *
+ * A run does warmup + count iterations (krping_bench_next()); the warm-up
+ * is not measured. In a timed run (duration_ms) the client alone decides
+ * when the measured part ends, and its closing message tells the server,
+ * which must have duration_ms set too: a timed server ends its loop when
+ * that message has arrived (krping_bench_peer_done()) instead of after
+ * count iterations. slat and sbw take it into a data receive, so a timed
+ * client sends it empty (fin_empty), which fits a receive of any size.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ktime.h>
 
 #include "run.h"
 
@@ -122,7 +132,15 @@ static int krping_bench_finish(struct krping_run *run)
  */
 int krping_bench(struct krping_run *run)
 {
+	const struct krping_options *o = run->opts;
 	int ret;
+
+	/* krping_options_validate() keeps count + warmup within 32 bits. */
+	run->warmup = o->warmup;
+	run->total = o->count ? o->count + o->warmup : 0;
+	run->timed = o->duration_ms;
+	run->fin_empty = run->timed && (o->test == KRPING_TEST_SLAT ||
+					o->test == KRPING_TEST_SBW);
 
 	ret = krping_bench_setup(run);
 	if (ret)
@@ -199,4 +217,92 @@ int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 	if (!ret)
 		run->rdma_posted++;
 	return ret;
+}
+
+/* The measured part of the run begins now (progress/, a timed run's end). */
+static void krping_bench_measure(struct krping_run *run)
+{
+	u64 now = ktime_get_ns();
+
+	WRITE_ONCE(run->sess->progress.start_ns, now);
+	if (run->timed && run->opts->role == KRPING_ROLE_CLIENT)
+		run->deadline_ns = now +
+				   (u64)run->opts->duration_ms * NSEC_PER_MSEC;
+	WRITE_ONCE(run->measuring, true);
+}
+
+/**
+ * krping_bench_peer_done() - has the client of a timed run finished?
+ * @run: the run (a server; always false for a client)
+ *
+ * The client's closing message has arrived: a receive completed beyond
+ * those the thread has waited for (the data handlers of slat and sbw
+ * count the client's empty closing SEND among them too).
+ *
+ * Return: true if the server should end its part now.
+ */
+bool krping_bench_peer_done(const struct krping_run *run)
+{
+	return run->timed && run->opts->role != KRPING_ROLE_CLIENT &&
+	       krping_read_count(&run->recv_count) != run->recv_expected;
+}
+
+/**
+ * krping_bench_next() - does iteration @i run?
+ * @run: the run
+ * @i: the iteration, from 0, warm-up included
+ *
+ * The measured part begins at iteration warmup. A run ends after total
+ * iterations, when a timed client's time is up, or when the client of a
+ * timed run has finished (server).
+ *
+ * Return: true to run iteration @i.
+ */
+bool krping_bench_next(struct krping_run *run, u32 i)
+{
+	if (i == run->warmup)
+		krping_bench_measure(run);
+	if (run->total && i >= run->total)
+		return false;
+	if (krping_bench_peer_done(run))
+		return false;
+	return !run->deadline_ns || ktime_get_ns() < run->deadline_ns;
+}
+
+/**
+ * krping_bench_sample() - a latency sample of iteration @i
+ * @run: the run
+ * @i: the iteration, from 0, warm-up included
+ * @ns: the sample
+ *
+ * Samples of the warm-up are dropped.
+ */
+void krping_bench_sample(struct krping_run *run, u32 i, u64 ns)
+{
+	if (i < run->warmup)
+		return;
+	krping_lat_add(&run->lat, ns);
+	atomic64_inc(&run->sess->progress.samples);
+}
+
+/**
+ * krping_bench_progress() - operations @first.. @first + @n - 1 completed
+ * @run: the run
+ * @first: the first one's index, from 0, warm-up included
+ * @n: how many
+ * @bytes: bytes each moved on this side
+ *
+ * Those past the warm-up count in progress/. Called by the thread or by
+ * a completion handler; stats/iterations is the caller's.
+ */
+void krping_bench_progress(struct krping_run *run, u32 first, u32 n,
+			   u64 bytes)
+{
+	struct krping_progress *p = &run->sess->progress;
+	u32 skip = run->warmup > first ? run->warmup - first : 0;
+
+	if (skip >= n)
+		return;
+	atomic64_add(n - skip, &p->iterations);
+	atomic64_add((u64)(n - skip) * bytes, &p->bytes);
 }

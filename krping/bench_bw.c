@@ -19,35 +19,63 @@
 
 #include "run.h"
 
+/*
+ * The operations a signaled completion stands for: those after the
+ * @done completed ones up to the next signaled one, which is the next
+ * multiple of bw_every, the warm-up's last or the run's last (bw_total,
+ * set before that one is posted), whichever comes first.
+ */
+static u32 krping_bw_batch(const struct krping_run *run, u32 done)
+{
+	u32 end = (done / run->bw_every + 1) * run->bw_every;
+	u32 total = READ_ONCE(run->bw_total);
+
+	if (done < run->warmup)
+		end = min(end, run->warmup);
+	if (total && done < total)
+		end = min(end, total);
+	return end - done;
+}
+
 static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
 	struct krping_stats *st = &run->sess->stats;
 	bool send = wc->opcode == IB_WC_SEND;
-	u32 count = run->opts->count;
-	int n = run->bw_every;
+	u32 done = run->rdma_count;
+	u32 n;
 
 	if (!krping_wc_ok(run, wc, send ? "SEND" : "RDMA WRITE"))
 		return;
-	/* The last operation of a counted run closes a shorter batch. */
-	if (count)
-		n = min_t(u32, n, count - run->rdma_count);
+	n = krping_bw_batch(run, done);
 	atomic64_add(n, send ? &st->send_msgs : &st->write_msgs);
 	atomic64_add((u64)n * run->rdma_len,
 		     send ? &st->send_bytes : &st->write_bytes);
+	krping_bench_progress(run, done, n, run->rdma_len);
 	krping_heard(run);
 	krping_count_add(&run->rdma_count, n);
 	krping_wake(run);
 }
 
+/* Does operation @i ask for a completion (see krping_bw_batch())? */
+static bool krping_bw_signaled(const struct krping_run *run, u32 i)
+{
+	return (i + 1) % run->bw_every == 0 || i + 1 == run->warmup ||
+	       i + 1 == run->bw_total;
+}
+
 /**
- * krping_bench_stream() - stream count operations of the whole buffer
+ * krping_bench_stream() - stream operations of the whole buffer
  * @run: the run
  * @opcode: IB_WR_RDMA_WRITE (bw) or IB_WR_SEND (sbw: each waits for the
  *	server's grant first)
  *
- * Publishes the bytes completed and the time they took, also when the run
- * was cut short.
+ * The warm-up's operations complete before the measured ones are posted.
+ * A run that ends early (a timed run) ends with one more operation, which
+ * asks for a completion as the run's last, unless the last one posted
+ * did. Publishes the bytes of the
+ * measured operations completed and the time they took, also when the
+ * run was cut short.
  *
  * Return: 0 or the negative errno that ended the run.
  */
@@ -55,35 +83,53 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 {
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = &run->sess->stats;
-	u64 start, done;
+	u64 start = 0, done;
 	u32 i;
 	int ret = 0;
 
 	/* A quarter of the queue per completion keeps the queue flowing. */
 	run->bw_every = max_t(u32, o->txdepth / 4, 1);
+	run->bw_total = run->total;
 	run->bw_cqe.done = krping_bw_done;
 
-	start = ktime_get_ns();
-	for (i = 0; !o->count || i < o->count; i++) {
-		bool last = i + 1 == o->count;
-
+	for (i = 0; ; i++) {
+		if (i && i == run->warmup) {
+			ret = krping_wait_count(run, &run->rdma_count,
+						run->rdma_posted);
+			if (ret)
+				break;
+		}
+		if (!krping_bench_next(run, i)) {
+			/*
+			 * An early end (the time is up, or the client of a
+			 * timed run finished): the last one posted must ask
+			 * for a completion, else one more does.
+			 */
+			if (!i || krping_bw_signaled(run, i - 1))
+				break;
+			WRITE_ONCE(run->bw_total, i + 1);
+		}
+		if (i == run->warmup)
+			start = ktime_get_ns();
 		if (opcode == IB_WR_SEND)
 			ret = krping_sbw_wait_grant(run, i);
 		if (!ret)
 			ret = krping_bench_post(run, opcode, &run->bw_cqe,
-						last ||
-						(i + 1) % run->bw_every == 0);
-		if (ret)
+						krping_bw_signaled(run, i));
+		if (ret || i + 1 == run->bw_total)
 			break;
 	}
 	if (!ret)
 		ret = krping_wait_count(run, &run->rdma_count,
 					run->rdma_posted);
 
+	/* What completed counts, also when the run was cut short. */
 	done = krping_read_count(&run->rdma_count);
-	run->bw_msgs = done;
-	run->bw_bytes = done * o->size;
-	run->bw_ns = ktime_get_ns() - start;
+	if (start && done > run->warmup) {
+		run->bw_msgs = done - run->warmup;
+		run->bw_bytes = run->bw_msgs * o->size;
+		run->bw_ns = ktime_get_ns() - start;
+	}
 	atomic64_set(&st->iterations, done);
 	return ret;
 }

@@ -64,7 +64,7 @@ int krping_bench_fr(struct krping_run *run)
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = &run->sess->stats;
 	u32 nmrs = clamp_t(u32, o->txdepth / 2, 1, KRPING_FR_MAX_MRS);
-	u32 i, batch, done = 0;
+	u32 i, batch, end, done = 0;
 	int ret;
 
 	if (o->role != KRPING_ROLE_CLIENT)
@@ -81,9 +81,17 @@ int krping_bench_fr(struct krping_run *run)
 			return ret;
 	}
 
-	/* Waves of nmrs pairs: an MR is mapped again only once it is free. */
-	while (!o->count || done < o->count) {
-		batch = o->count ? min(nmrs, o->count - done) : nmrs;
+	/*
+	 * Waves of nmrs pairs: an MR is mapped again only once it is free.
+	 * A wave ends at the end of the warm-up too.
+	 */
+	while (krping_bench_next(run, done)) {
+		end = done + nmrs;
+		if (done < run->warmup)
+			end = min(end, run->warmup);
+		if (run->total)
+			end = min(end, run->total);
+		batch = end - done;
 		for (i = 0; i < batch; i++) {
 			ret = krping_fr_post(run, &run->fr_mrs[i]);
 			if (ret)
@@ -92,8 +100,9 @@ int krping_bench_fr(struct krping_run *run)
 		ret = krping_wait_count(run, &run->fr_count, done + batch);
 		if (ret)
 			return ret;
-		done += batch;
 		atomic64_add(batch, &st->iterations);
+		krping_bench_progress(run, done, batch, 0);
+		done += batch;
 	}
 	return 0;
 }

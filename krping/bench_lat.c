@@ -21,6 +21,8 @@
 
 /* Busy loops check for stop, errors and the peer this often. */
 #define KRPING_SPIN_CHECK	256
+/* krping_spin_tag(): the client of a timed run has finished instead. */
+#define KRPING_PEER_DONE	1
 
 /*
  * The tag of iteration @i: never 0 (the sink starts zeroed), never the
@@ -31,7 +33,10 @@ static u8 krping_tag(u32 i)
 	return i % 255 + 1;
 }
 
-/* Spin until the last byte of our sink holds @tag. */
+/*
+ * Spin until the last byte of our sink holds @tag. Return: 0, the errno
+ * that ends the run, or KRPING_PEER_DONE.
+ */
 static int krping_spin_tag(struct krping_run *run, u8 tag)
 {
 	u32 last = run->opts->size - 1;
@@ -50,6 +55,8 @@ static int krping_spin_tag(struct krping_run *run, u8 tag)
 		ret = krping_check(run);
 		if (ret)
 			return ret;
+		if (krping_bench_peer_done(run))
+			return KRPING_PEER_DONE;
 		krping_spin_yield();
 	}
 }
@@ -74,7 +81,7 @@ int krping_bench_wlat(struct krping_run *run)
 	u32 i;
 	int ret;
 
-	for (i = 0; !run->opts->count || i < run->opts->count; i++) {
+	for (i = 0; krping_bench_next(run, i); i++) {
 		u8 tag = krping_tag(i);
 
 		if (client) {
@@ -84,20 +91,24 @@ int krping_bench_wlat(struct krping_run *run)
 				ret = krping_spin_tag(run, tag);
 			if (ret)
 				return ret;
-			krping_lat_add(&run->lat, (ktime_get_ns() - t_write) / 2);
+			krping_bench_sample(run, i,
+					    (ktime_get_ns() - t_write) / 2);
 		} else {
 			ret = krping_spin_tag(run, tag);
+			if (ret == KRPING_PEER_DONE)
+				break;
 			if (ret)
 				return ret;
 			now = ktime_get_ns();
 			if (i)
-				krping_lat_add(&run->lat, (now - t_write) / 2);
+				krping_bench_sample(run, i, (now - t_write) / 2);
 			t_write = now;
 			ret = krping_wlat_write(run, tag);
 			if (ret)
 				return ret;
 		}
 		atomic64_inc(&st->iterations);
+		krping_bench_progress(run, i, 1, run->opts->size);
 	}
 	/* Every write completed before the closing message. */
 	return krping_wait_count(run, &run->rdma_count, run->rdma_posted);
@@ -114,29 +125,31 @@ int krping_bench_wlat(struct krping_run *run)
 int krping_bench_rlat(struct krping_run *run)
 {
 	struct krping_stats *st = &run->sess->stats;
-	u32 count = run->opts->count;
 	u64 start, now;
+	bool more;
 	u32 i;
 	int ret;
 
 	/* The server only lends its buffer. */
-	if (run->opts->role != KRPING_ROLE_CLIENT)
+	if (run->opts->role != KRPING_ROLE_CLIENT || !krping_bench_next(run, 0))
 		return 0;
 
 	start = ktime_get_ns();
 	ret = krping_bench_post(run, IB_WR_RDMA_READ, &run->rdma_cqe, true);
-	for (i = 0; !ret; ) {
+	for (i = 0; !ret; i++) {
 		ret = krping_wait_count(run, &run->rdma_count,
 					run->rdma_posted);
 		if (ret)
 			break;
 		now = ktime_get_ns();
-		if (!count || ++i < count)
+		more = krping_bench_next(run, i + 1);
+		if (more)
 			ret = krping_bench_post(run, IB_WR_RDMA_READ,
 						&run->rdma_cqe, true);
-		krping_lat_add(&run->lat, now - start);
+		krping_bench_sample(run, i, now - start);
 		atomic64_inc(&st->iterations);
-		if (count && i == count)
+		krping_bench_progress(run, i, 1, run->opts->size);
+		if (!more)
 			break;
 		start = now;
 	}

@@ -62,11 +62,28 @@ static bool krping_data_recv_ok(struct krping_run *run, struct ib_wc *wc)
 	return true;
 }
 
+/*
+ * The client of a timed run closes with an empty SEND, which the server
+ * takes into its next data receive: count it as the closing message
+ * (krping_bench_peer_done()), and wake a wait for more data.
+ */
+static bool krping_data_recv_fin(struct krping_run *run, struct ib_wc *wc)
+{
+	if (!run->fin_empty || wc->status != IB_WC_SUCCESS || wc->byte_len)
+		return false;
+	atomic64_inc(&run->sess->stats.recv_msgs);
+	krping_heard(run);
+	krping_count_inc(&run->recv_count);
+	krping_count_inc(&run->data_count);
+	krping_wake(run);
+	return true;
+}
+
 static void krping_data_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
 
-	if (!krping_data_recv_ok(run, wc))
+	if (krping_data_recv_fin(run, wc) || !krping_data_recv_ok(run, wc))
 		return;
 	krping_count_inc(&run->data_count);
 	krping_wake(run);
@@ -120,14 +137,14 @@ int krping_bench_slat(struct krping_run *run)
 {
 	bool client = run->opts->role == KRPING_ROLE_CLIENT;
 	struct krping_stats *st = &run->sess->stats;
-	u32 count = run->opts->count;
 	u64 t_send = 0, now;
 	u32 i;
 	int ret;
 
 	/* The first data receive was posted by krping_bench_send_setup(). */
-	for (i = 0; !count || i < count; i++) {
-		bool last = count && i + 1 == count;
+	for (i = 0; krping_bench_next(run, i); i++) {
+		/* A timed run's closing message comes into a data receive. */
+		bool last = !run->timed && i + 1 == run->total;
 
 		if (client) {
 			if (i) {
@@ -142,15 +159,17 @@ int krping_bench_slat(struct krping_run *run)
 							i + 1);
 			if (ret)
 				return ret;
-			krping_lat_add(&run->lat,
-				       (ktime_get_ns() - t_send) / 2);
+			krping_bench_sample(run, i,
+					    (ktime_get_ns() - t_send) / 2);
 		} else {
 			ret = krping_wait_count(run, &run->data_count, i + 1);
 			if (ret)
 				return ret;
+			if (krping_bench_peer_done(run))
+				break;
 			now = ktime_get_ns();
 			if (i)
-				krping_lat_add(&run->lat, (now - t_send) / 2);
+				krping_bench_sample(run, i, (now - t_send) / 2);
 			t_send = now;
 			/* The peer's next message: data, or after the last the closing one. */
 			ret = last ? krping_post_recv(run) :
@@ -161,6 +180,7 @@ int krping_bench_slat(struct krping_run *run)
 				return ret;
 		}
 		atomic64_inc(&st->iterations);
+		krping_bench_progress(run, i, 1, run->opts->size);
 	}
 	/* The client's closing message needs the server's answer's receive. */
 	if (client) {
@@ -173,6 +193,18 @@ int krping_bench_slat(struct krping_run *run)
 }
 
 /*
+ * sbw: the data receives the server posts in all, 0 for no limit: the
+ * run's total, and one more for a timed run's closing message, which the
+ * client SENDs empty into a data receive (it may end before the total).
+ */
+static u32 krping_sbw_limit(const struct krping_run *run)
+{
+	if (!run->total)
+		return 0;
+	return run->total + (run->fin_empty ? 1 : 0);
+}
+
+/*
  * Tell the client how many data receives it may fill: all posted so far,
  * when a quarter of the depth or the last of the count is posted since
  * the last grant and no grant is in flight (its completion looks again).
@@ -182,7 +214,7 @@ int krping_bench_slat(struct krping_run *run)
 static int krping_sbw_grant(struct krping_run *run)
 {
 	u64 grant = run->sbw_posted, *src = run->grant_buf.addr;
-	u32 count = run->opts->count;
+	u32 limit = krping_sbw_limit(run);
 	struct ib_sge sge = {
 		.addr = run->grant_buf.dma,
 		.length = sizeof(__be64),
@@ -204,7 +236,7 @@ static int krping_sbw_grant(struct krping_run *run)
 	if (run->sbw_granting || grant == run->sbw_granted)
 		return 0;
 	if (grant - run->sbw_granted < max_t(u32, run->sbw_depth / 4, 1) &&
-	    !(count && grant == count))
+	    !(limit && grant == limit))
 		return 0;
 	*src = cpu_to_be64(grant);
 	ib_dma_sync_single_for_device(run->pd->device, run->grant_buf.dma,
@@ -235,23 +267,23 @@ static void krping_sbw_grant_done(struct ib_cq *cq, struct ib_wc *wc)
 
 /*
  * Post the server's data receives up to sbw_depth ahead of what arrived
- * (but no more than the count), the closing message's receive after the
- * last, and grant them.
+ * (but no more than krping_sbw_limit()), the closing message's receive
+ * after the last (but in a timed run), and grant them.
  */
 static int krping_sbw_post_recvs(struct krping_run *run)
 {
 	u64 target = krping_read_count(&run->data_count) + run->sbw_depth;
-	u32 count = run->opts->count;
+	u32 limit = krping_sbw_limit(run);
 	int ret = 0;
 
-	if (count)
-		target = min_t(u64, target, count);
+	if (limit)
+		target = min_t(u64, target, limit);
 	while (run->sbw_posted < target) {
 		ret = krping_bench_post_data_recv(run);
 		if (ret)
 			return ret;
 		run->sbw_posted++;
-		if (count && run->sbw_posted == count)
+		if (!run->fin_empty && limit && run->sbw_posted == limit)
 			ret = krping_post_recv(run);
 		if (ret)
 			return ret;
@@ -262,10 +294,15 @@ static int krping_sbw_post_recvs(struct krping_run *run)
 static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
+	u32 i = run->data_count;
 	int ret;
 
-	if (!krping_data_recv_ok(run, wc))
+	if (krping_data_recv_fin(run, wc) || !krping_data_recv_ok(run, wc))
 		return;
+	/* The server's measured part begins with the first measured SEND. */
+	if (i == run->warmup)
+		WRITE_ONCE(run->sess->progress.start_ns, ktime_get_ns());
+	krping_bench_progress(run, i, 1, wc->byte_len);
 	krping_count_inc(&run->data_count);
 	ret = krping_sbw_post_recvs(run);
 	if (ret)
@@ -273,18 +310,18 @@ static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	krping_wake(run);
 }
 
-/* The highest grant the server has written, at most our count. */
+/* The highest grant the server has written, at most krping_sbw_limit(). */
 static u64 krping_sbw_read_grant(struct krping_run *run)
 {
 	const struct krping_buf *b = &run->rdma_buf;
-	u32 count = run->opts->count;
+	u32 limit = krping_sbw_limit(run);
 	u64 grant;
 
 	ib_dma_sync_single_for_cpu(run->pd->device, b->dma, sizeof(__be64),
 				   b->dir);
 	grant = be64_to_cpu(READ_ONCE(*(__be64 *)b->addr));
-	if (count)
-		grant = min_t(u64, grant, count);
+	if (limit)
+		grant = min_t(u64, grant, limit);
 	run->sbw_seen = max(run->sbw_seen, grant);
 	return run->sbw_seen;
 }
@@ -346,22 +383,31 @@ int krping_bench_send_setup(struct krping_run *run)
 
 int krping_bench_sbw(struct krping_run *run)
 {
-	u32 count = run->opts->count;
+	u32 total = run->total;
 	int ret;
 
-	if (run->opts->role == KRPING_ROLE_CLIENT)
-		return krping_bench_stream(run, IB_WR_SEND);
+	if (run->opts->role == KRPING_ROLE_CLIENT) {
+		ret = krping_bench_stream(run, IB_WR_SEND);
+		/* A timed run's empty closing SEND takes a receive too. */
+		if (!ret && run->fin_empty)
+			ret = krping_sbw_wait_grant(run, run->rdma_posted);
+		return ret;
+	}
 	/*
 	 * The server's handler does the work, which with poll=1 runs only
 	 * when this thread polls: no lazy wait here, as perftest's server
-	 * busy-polls too. With count=0 no closing message comes (its
-	 * receive is never posted): the run ends when the client goes.
+	 * busy-polls too. A timed run ends with the client's closing
+	 * message; an endless one gets none (its receive is never posted)
+	 * and ends when the client goes.
 	 */
-	if (!count)
-		return krping_wait_count(run, &run->recv_count,
-					 run->recv_expected + 1);
-	ret = krping_wait_count(run, &run->data_count, count);
+	if (run->timed || !total)
+		ret = krping_wait_count(run, &run->recv_count,
+					run->recv_expected + 1);
+	else
+		ret = krping_wait_count(run, &run->data_count, total);
+	/* The closing message counted in data_count too. */
 	atomic64_set(&run->sess->stats.iterations,
-		     krping_read_count(&run->data_count));
+		     krping_read_count(&run->data_count) -
+		     (krping_bench_peer_done(run) ? 1 : 0));
 	return ret;
 }

@@ -528,7 +528,8 @@ static void krping_count_fin(struct krping_run *run)
 	if (atomic_xchg(&run->fin_counted, 1))
 		return;
 	atomic64_inc(&st->send_msgs);
-	atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
+	if (!run->fin_empty)
+		atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
 }
 
 static void krping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -1139,7 +1140,16 @@ void krping_count_send(struct krping_run *run)
  */
 int krping_post_fin(struct krping_run *run)
 {
+	struct ib_send_wr wr = {
+		.wr_cqe = &run->fin_cqe,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
 	WRITE_ONCE(run->fin_posted, true);
+	/* A timed slat or sbw: into a data receive, told apart by size. */
+	if (run->fin_empty)
+		return ib_post_send(run->qp, &wr, NULL);
 	return krping_post_msg(run, &run->fin_cqe, 0, 0, 0, 0);
 }
 

@@ -43,6 +43,26 @@ struct krping_stats {
 };
 
 /**
+ * struct krping_progress - the measured part of a benchmark, as it runs
+ * @iterations: measured iterations completed (warm-up left out)
+ * @bytes: bytes of the measured operations of this side completed
+ * @samples: latency samples taken
+ * @start_ns: ktime_get_ns() when the measured part began, 0 before
+ * @end_ns: ktime_get_ns() when the run ended, 0 while it runs
+ *
+ * Written by the run (counters also by its completion handlers) and read
+ * by sysfs progress/ at any time: each field on its own is current, the
+ * set is not a snapshot.
+ */
+struct krping_progress {
+	atomic64_t iterations;
+	atomic64_t bytes;
+	atomic64_t samples;
+	u64 start_ns;
+	u64 end_ns;
+};
+
+/**
  * struct krping_bandwidth - what sysfs bandwidth/ shows
  * @bytes: bytes transferred
  * @duration_ns: from the first post to the last completion
@@ -74,6 +94,7 @@ struct krping_results;
  * @latency: latency figures of the last run
  * @bandwidth: bandwidth figures of the last run
  * @stats: counters of the current or last run
+ * @progress: the measured part of the current or last run
  * @results: the sysfs directory of this session
  */
 struct krping_session {
@@ -90,6 +111,7 @@ struct krping_session {
 	struct krping_lat_summary latency;
 	struct krping_bandwidth bandwidth;
 	struct krping_stats stats;
+	struct krping_progress progress;
 	struct krping_results *results;
 };
 

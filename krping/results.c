@@ -10,6 +10,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kobject.h>
+#include <linux/ktime.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -233,11 +234,62 @@ static const struct attribute_group krping_bandwidth_group = {
 	.attrs = krping_bandwidth_attrs,
 };
 
+/* progress/: the measured part of a benchmark while it runs. */
+#define KRPING_PROGRESS_ATTR(_name)					\
+static ssize_t prog_##_name##_show(struct kobject *kobj,		\
+				   struct kobj_attribute *attr,		\
+				   char *buf)				\
+{									\
+	return sysfs_emit(buf, "%lld\n",				\
+		atomic64_read(&kobj_to_session(kobj)->progress._name));	\
+}									\
+static struct kobj_attribute prog_##_name##_attr = {			\
+	.attr = { .name = #_name, .mode = 0444 },			\
+	.show = prog_##_name##_show,					\
+}
+
+KRPING_PROGRESS_ATTR(iterations);
+KRPING_PROGRESS_ATTR(bytes);
+KRPING_PROGRESS_ATTR(samples);
+
+/* From the start of the measured part to now, or to the run's end. */
+static ssize_t prog_elapsed_ns_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	struct krping_progress *p = &kobj_to_session(kobj)->progress;
+	u64 start = READ_ONCE(p->start_ns), end = READ_ONCE(p->end_ns);
+
+	if (!start)
+		return sysfs_emit(buf, "0\n");
+	if (!end)
+		end = ktime_get_ns();
+	return sysfs_emit(buf, "%llu\n", end > start ? end - start : 0);
+}
+
+static struct kobj_attribute prog_elapsed_ns_attr = {
+	.attr = { .name = "elapsed_ns", .mode = 0444 },
+	.show = prog_elapsed_ns_show,
+};
+
+static struct attribute *krping_progress_attrs[] = {
+	&prog_iterations_attr.attr,
+	&prog_bytes_attr.attr,
+	&prog_samples_attr.attr,
+	&prog_elapsed_ns_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group krping_progress_group = {
+	.name = "progress",
+	.attrs = krping_progress_attrs,
+};
+
 static const struct attribute_group *krping_results_groups[] = {
 	&krping_session_group,
 	&krping_stats_group,
 	&krping_latency_group,
 	&krping_bandwidth_group,
+	&krping_progress_group,
 	NULL,
 };
 

@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/ktime.h>
 #include <linux/slab.h>
 
 #include "run.h"
@@ -48,6 +49,7 @@ int krping_run(struct krping_session *sess, const struct krping_options *opts)
 			ret = krping_bench(run);
 	}
 
+	WRITE_ONCE(sess->progress.end_ns, ktime_get_ns());
 	krping_lat_summarize(&run->lat, &lat);
 	krping_session_publish(sess, &lat, run->bw_msgs, run->bw_bytes,
 			       run->bw_ns);

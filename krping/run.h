@@ -76,6 +76,15 @@ enum {
  * @poll: the CQ is polled by the thread (poll=1), not by softirq
  * @lazy: with @poll, waits that measure nothing sleep between polls
  * @lat: per-iteration latency samples
+ * @total: benchmarks: iterations to run, warm-up included; 0 runs until
+ *	stopped, or until the client's time is up in a timed run
+ * @warmup: benchmarks: the first iterations, run but not measured
+ * @timed: benchmarks: duration_ms is set: the client ends the run, the
+ *	server follows it (krping_bench_peer_done())
+ * @deadline_ns: a timed run's client: when its measured part ends
+ * @measuring: benchmarks: the measured part has begun (progress/)
+ * @fin_empty: the closing SEND carries no bytes (a timed slat or sbw,
+ *	whose server takes it into a data receive)
  * @bw_msgs: operations completed by a bandwidth run
  * @bw_bytes: bytes they moved
  * @bw_ns: duration of a bandwidth run
@@ -114,6 +123,9 @@ enum {
  * @bw_cqe: bw, sbw: completion handler of a signaled WRITE or SEND,
  *	which also completes the unsignaled ones posted before it
  * @bw_every: bw, sbw: one WRITE or SEND in this many is signaled
+ * @bw_total: bw, sbw: the operations of the run once known, 0 before (a
+ *	signaled completion covers those up to the next multiple of
+ *	@bw_every, the warm-up's end or this, whichever comes first)
  * @sbw_depth: sbw server: data receives kept posted
  * @sbw_posted: sbw server: data receives posted so far
  * @sbw_granted: sbw server: the last grant written to the client (the
@@ -157,6 +169,12 @@ struct krping_run {
 	bool poll;
 	bool lazy;
 	struct krping_lat lat;
+	u32 total;
+	u32 warmup;
+	bool timed;
+	u64 deadline_ns;
+	bool measuring;
+	bool fin_empty;
 	u64 bw_msgs;
 	u64 bw_bytes;
 	u64 bw_ns;
@@ -197,6 +215,7 @@ struct krping_run {
 	struct ib_cqe fr_cqe;
 	struct ib_cqe bw_cqe;
 	u32 bw_every;
+	u32 bw_total;
 	u32 sbw_depth;
 	u64 sbw_posted;
 	u64 sbw_granted;
@@ -280,6 +299,11 @@ int krping_bench_sbw(struct krping_run *run);
 int krping_bench_send_setup(struct krping_run *run);
 int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode);
 int krping_sbw_wait_grant(struct krping_run *run, u64 sent);
+bool krping_bench_next(struct krping_run *run, u32 i);
+bool krping_bench_peer_done(const struct krping_run *run);
+void krping_bench_sample(struct krping_run *run, u32 i, u64 ns);
+void krping_bench_progress(struct krping_run *run, u32 first, u32 n,
+			   u64 bytes);
 int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 		      struct ib_cqe *cqe, bool signaled);
 

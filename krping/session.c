@@ -86,6 +86,15 @@ static void krping_stats_reset(struct krping_stats *st)
 	atomic64_set(&st->iterations, 0);
 }
 
+static void krping_progress_reset(struct krping_progress *p)
+{
+	atomic64_set(&p->iterations, 0);
+	atomic64_set(&p->bytes, 0);
+	atomic64_set(&p->samples, 0);
+	WRITE_ONCE(p->start_ns, 0);
+	WRITE_ONCE(p->end_ns, 0);
+}
+
 /**
  * krping_session_publish() - store the figures of a finished run
  * @sess: the session
@@ -117,6 +126,7 @@ void krping_session_publish(struct krping_session *sess,
 static void krping_results_clear(struct krping_session *sess)
 {
 	krping_stats_reset(&sess->stats);
+	krping_progress_reset(&sess->progress);
 	spin_lock(&sess->result_lock);
 	memset(&sess->latency, 0, sizeof(sess->latency));
 	memset(&sess->bandwidth, 0, sizeof(sess->bandwidth));

@@ -38,6 +38,8 @@ static const struct {
 	{ "read_inv", "0" },
 	{ "tos", "0" },
 	{ "peer_timeout_ms", "30000" },
+	{ "duration_ms", "0" },
+	{ "warmup", "0" },
 };
 
 #define KRPING_DEFAULT_STRING \
@@ -47,15 +49,17 @@ static const struct {
 /* A session that differs from the defaults in every option. */
 #define KRPING_BUSY_STRING \
 	"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw," \
-	"mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,validate,verbose," \
-	"duplex,poll,server_inv,local_dma_lkey,read_inv"
+	"mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,duration_ms=2500," \
+	"warmup=3,validate,verbose,duplex,poll,server_inv,local_dma_lkey," \
+	"read_inv"
 
 /* The longest canonical string there is. */
 #define KRPING_LONGEST_STRING \
 	"server,addr=febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff%abcdefghijklmno," \
 	"port=65535,count=4294967295,size=4194304,test=wlat,mem_mode=dma," \
-	"txdepth=16384,tos=255,peer_timeout_ms=3600000,validate,verbose," \
-	"duplex,poll,server_inv,local_dma_lkey,read_inv"
+	"txdepth=16384,tos=255,peer_timeout_ms=3600000,duration_ms=86400000," \
+	"warmup=4294967295,validate,verbose,duplex,poll,server_inv," \
+	"local_dma_lkey,read_inv"
 
 /* Write @s into @desc with newlines, tabs and other bytes escaped. */
 static void krping_escape(char *desc, size_t size, const char *prefix,
@@ -248,6 +252,14 @@ static const struct krping_set_case krping_set_good_cases[] = {
 	{ "peer_timeout_ms", "100\n", "100" },
 	{ "peer_timeout_ms", "3600000", "3600000" },
 
+	{ "duration_ms", "0", "0" },
+	{ "duration_ms", "1500\n", "1500" },
+	{ "duration_ms", "86400000", "86400000" },
+
+	{ "warmup", "0", "0" },
+	{ "warmup", "100\n", "100" },
+	{ "warmup", "4294967295", "4294967295" },
+
 	{ "validate", "0", "0" },
 	{ "validate", "1", "1" },
 	{ "validate", "1\n", "1" },
@@ -352,6 +364,7 @@ struct krping_val_err {
 
 static const char * const krping_num_names[] = {
 	"port", "count", "size", "txdepth", "tos", "peer_timeout_ms",
+	"duration_ms", "warmup",
 };
 
 static const struct krping_val_err krping_num_bad_vals[] = {
@@ -551,6 +564,11 @@ static const struct krping_err_case krping_set_bad_cases[] = {
 
 	{ "peer_timeout_ms", "3600001", -ERANGE },
 	{ "peer_timeout_ms", "4294967295", -ERANGE },
+
+	{ "duration_ms", "86400001", -ERANGE },
+	{ "duration_ms", "4294967295", -ERANGE },
+
+	{ "warmup", "4294967296", -ERANGE },
 
 	{ "count", "42949672950", -ERANGE },
 
@@ -811,6 +829,11 @@ static const struct krping_parse_case krping_parse_good_cases[] = {
 	  ",test=ping,mem_mode=reg,txdepth=64,tos=0,peer_timeout_ms=0" },
 	{ "tos=96", D_PORT "," D_CSZ
 	  ",test=ping,mem_mode=reg,txdepth=64,tos=96,peer_timeout_ms=30000" },
+	/* Timed runs and warm-up are named only when set. */
+	{ "wlat,duration_ms=2000,warmup=10",
+	  D_PORT "," D_CSZ ",test=wlat," D_TAIL ",duration_ms=2000,warmup=10" },
+	{ "bw,duration_ms=0,warmup=0", D_PORT "," D_CSZ
+	  ",test=bw," D_TAIL },
 
 	/* The attribute names, for symmetry. */
 	{ "role=client", "client," D_PORT "," D_CSZ ",test=ping," D_TAIL },
@@ -865,7 +888,7 @@ static const struct krping_parse_case krping_parse_good_cases[] = {
 	  ",validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv" },
 	{
 		KRPING_BUSY_STRING,
-		"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw,mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv",
+		"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw,mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,duration_ms=2500,warmup=3,validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv",
 	},
 	{ KRPING_LONGEST_STRING, KRPING_LONGEST_STRING },
 	{ KRPING_DEFAULT_STRING, KRPING_DEFAULT_STRING },
@@ -1028,6 +1051,8 @@ static const struct krping_str_err_case krping_parse_bad_cases[] = {
 	{ "tos=256", -ERANGE },
 	{ "tos=99999999999999999999", -ERANGE },
 	{ "peer_timeout_ms=3600001", -ERANGE },
+	{ "duration_ms=86400001", -ERANGE },
+	{ "warmup=4294967296", -ERANGE },
 	{ "validate=2", -EINVAL },
 	{ "validate=yes", -EINVAL },
 	{ "poll=on", -EINVAL },
@@ -1273,6 +1298,14 @@ static const struct krping_str_err_case krping_validate_cases[] = {
 	{ "client,addr=10.9.0.1,read_inv,mem_mode=dma", -EINVAL },
 	{ "client,addr=10.9.0.1,server_inv", 0 },
 	{ "client,addr=10.9.0.1,server_inv,mem_mode=dma", -EINVAL },
+	{ "client,addr=10.9.0.1,test=wlat,duration_ms=1000,warmup=5", 0 },
+	{ "server,addr=10.9.0.1,sbw,duration_ms=1", 0 },
+	{ "client,addr=10.9.0.1,duration_ms=1000", -EINVAL },
+	{ "client,addr=10.9.0.1,warmup=1", -EINVAL },
+	{ "client,addr=10.9.0.1,bw,count=4294967295,warmup=0", 0 },
+	{ "client,addr=10.9.0.1,bw,count=4294967294,warmup=1", 0 },
+	{ "client,addr=10.9.0.1,bw,count=4294967295,warmup=1", -EINVAL },
+	{ "client,addr=10.9.0.1,bw,count=1,warmup=4294967295", -EINVAL },
 	{ "client,addr=10.9.0.1,server_inv,read_inv,mem_mode=dma", -EINVAL },
 	{ "client,addr=10.9.0.1,duplex", -EINVAL },
 	{ "client,addr=10.9.0.1,duplex,wlat", -EINVAL },

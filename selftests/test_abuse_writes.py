@@ -55,6 +55,8 @@ GOOD = {
     "txdepth": ("128", "128"),
     "tos": ("16", "16"),
     "peer_timeout_ms": ("5000", "5000"),
+    "duration_ms": ("1500", "1500"),
+    "warmup": ("7", "7"),
     "validate": ("0", "0"),
     "verbose": ("0", "0"),
     "duplex": ("1", "1"),

@@ -114,6 +114,8 @@ TABLE = {
     "txdepth": number_cases(4, 16384),
     "tos": number_cases(0, 255),
     "peer_timeout_ms": number_cases(0, 3600000),
+    "duration_ms": number_cases(0, 86400000),
+    "warmup": number_cases(0, 2 ** 32 - 1),
 }
 for _b in krping.BOOL_ATTRS:
     TABLE[_b] = BOOL_BAD
@@ -137,7 +139,7 @@ IDS = [f"{a}={_show(v)}" for a, v, _ in CASES]
 # Non-default settings, so that "nothing changed" also means "not reset".
 PRESET = dict(role="server", addr="10.9.0.1", port=4242, count=7, size=333,
               test="rlat", mem_mode="dma", txdepth=99, tos=17,
-              peer_timeout_ms=4321, validate=1,
+              peer_timeout_ms=4321, duration_ms=1234, warmup=3, validate=1,
               verbose=1, poll=1, local_dma_lkey=1)
 
 

@@ -21,7 +21,8 @@ from lib import krping
 from lib.krping import (bench_stats, bench_latency_samples,
                         bench_reports_bandwidth, latency_problems,
                         bandwidth_problems, run_pair, session_latency,
-                        session_bandwidth, session_reset)
+                        session_bandwidth, session_progress, session_reset,
+                        check_progress, check_timed_pair)
 
 COUNT = 20
 SIZE = {"ping": 64, "wlat": 4096, "rlat": 4096, "bw": 4096, "fr": 65536,
@@ -100,6 +101,76 @@ def test_bench_duplex(pool):
     srv, cli = bench_pair(pool, "bw", duplex=True)
     for s in (srv, cli):
         assert session_bandwidth(s)["bytes"] == COUNT * SIZE["bw"]
+
+
+BENCH_TESTS = ["wlat", "rlat", "bw", "fr", "slat", "sbw"]
+WARMUP = 7
+DURATION_MS = 1000
+
+
+@pytest.mark.either
+@pytest.mark.parametrize("test", BENCH_TESTS)
+def test_bench_warmup(pool, test):
+    """warmup: count + warmup iterations cross the wire (stats/), only
+    count are measured (latency/, bandwidth/, progress/)."""
+    size = SIZE[test]
+    srv, cli = pool.pair(count=COUNT, size=size, test=test, warmup=WARMUP)
+    assert run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s, role in ((cli, "client"), (srv, "server")):
+        assert s.stats() == bench_stats(test, role, COUNT + WARMUP, size), \
+            s.describe()
+        lat = session_latency(s)
+        samples = bench_latency_samples(test, role, COUNT, warmup=WARMUP)
+        assert lat["samples"] == samples, f"{s.name} latency {lat}"
+        assert latency_problems(lat) == [], f"{s.name} latency {lat}"
+        bw = session_bandwidth(s)
+        if bench_reports_bandwidth(test, role):
+            assert bw["bytes"] == COUNT * size, f"{s.name} bandwidth {bw}"
+        assert bandwidth_problems(bw, size) == [], f"{s.name} bandwidth {bw}"
+        check_progress(s, test, role, COUNT, size, samples)
+
+
+@pytest.mark.either
+@pytest.mark.parametrize("test", BENCH_TESTS)
+def test_bench_timed(pool, test):
+    """duration_ms on both sides, count 0: the client ends the measured
+    part after that long, after 3 warm-up iterations, and the server
+    follows it; the counters are exact for the iterations the run did
+    (a timed slat or sbw closes with an empty SEND)."""
+    srv, cli = pool.pair(count=0, size=SIZE[test], test=test, warmup=3,
+                         duration_ms=DURATION_MS)
+    n = check_timed_pair(srv, cli, test, SIZE[test], 3, DURATION_MS)
+    print(f"# {test}: {n} iterations in {DURATION_MS} ms")
+
+
+@pytest.mark.either
+@pytest.mark.parametrize("test", ["wlat", "bw", "sbw"])
+def test_progress_while_running(pool, test):
+    """progress/ moves while a run goes (read without stopping it), and
+    holds what the run measured once it was stopped."""
+    srv, cli = pool.pair(count=0, size=SIZE[test], test=test)
+    start_running(srv, cli)
+    first = session_progress(cli)
+    krping.wait_for(lambda: session_progress(cli)["iterations"] >
+                    first["iterations"] + 10,
+                    what=f"{cli.name}'s progress past {first}")
+    later = session_progress(cli)
+    assert later["bytes"] > first["bytes"], (first, later)
+    assert later["elapsed_ns"] > first["elapsed_ns"], (first, later)
+    assert cli.state == "running", cli.describe()
+    cli.stop()
+    srv.wait_end(PEER_END)
+    final = session_progress(cli)
+    assert final["iterations"] >= later["iterations"], (later, final)
+    assert final["bytes"] == final["iterations"] * SIZE[test], final
+    if test == "wlat":
+        assert final["samples"] == session_latency(cli)["samples"], final
+    else:
+        # a WRITE or SEND in flight may complete after the figures
+        assert final["bytes"] >= session_bandwidth(cli)["bytes"], final
+    # the elapsed time stopped with the run
+    assert session_progress(cli)["elapsed_ns"] == final["elapsed_ns"]
 
 
 def test_bench_legacy_flags(pool):

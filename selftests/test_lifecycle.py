@@ -63,6 +63,12 @@ WHOLE_CONFIG_EINVAL = [
     ("duplex with wlat", dict(role="client", addr="10.9.0.1", duplex=1,
                               test="wlat")),
     ("link-local without scope", dict(role="client", addr="fe80::1")),
+    ("duration_ms with ping", dict(role="client", addr="10.9.0.1",
+                                   duration_ms=1000)),
+    ("warmup with ping", dict(role="server", addr="10.9.0.1", warmup=5)),
+    ("count + warmup past 32 bits", dict(role="client", addr="10.9.0.1",
+                                         test="bw", count=2 ** 32 - 1,
+                                         warmup=1)),
 ]
 
 
@@ -102,7 +108,8 @@ def test_attributes_busy_while_running(pool):
     before = srv.config()
     changes = dict(role="client", addr="10.9.0.2", port="1", count="0",
                    size="128", test="ping", mem_mode="dma", txdepth="32",
-                   tos="4", peer_timeout_ms="100", validate="1", verbose="1", duplex="0", poll="1",
+                   tos="4", peer_timeout_ms="100", duration_ms="50",
+                   warmup="2", validate="1", verbose="1", duplex="0", poll="1",
                    server_inv="1", local_dma_lkey="1", read_inv="0",
                    options="client,addr=10.9.0.2")
     for attr, value in changes.items():

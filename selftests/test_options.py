@@ -60,6 +60,14 @@ GOOD = [
     ("sbw", dict(test="sbw"),
      "port=7174,count=0,size=64,test=sbw,mem_mode=reg,txdepth=64,tos=0,"
      "peer_timeout_ms=30000"),
+    # named in the canonical string only when set
+    ("wlat,warmup=10,duration_ms=2000", dict(test="wlat", warmup="10",
+                                             duration_ms="2000"),
+     "port=7174,count=0,size=64,test=wlat,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000,duration_ms=2000,warmup=10"),
+    ("bw,duration_ms=0,warmup=0", dict(test="bw"),
+     "port=7174,count=0,size=64,test=bw,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000"),
     ("role=none", {}, DEFAULT_CANON),
     ("count=0", {}, DEFAULT_CANON),
     ("client\n", dict(role="client"),

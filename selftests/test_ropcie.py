@@ -176,6 +176,18 @@ def test_ropcie_bench_duplex(pool):
     run_bench(pool, "bw", duplex=True)
 
 
+@pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "fr", "slat",
+                                  "sbw"])
+def test_ropcie_bench_timed(pool, test):
+    """A timed run (duration_ms 500, 3 warm-up iterations) over ropcie0:
+    the server follows the client, the counters are exact."""
+    size = BENCH_SIZE[test]
+    srv, cli = pool.pair(count=0, size=size, addr=ADDR, test=test,
+                         warmup=3, duration_ms=500)
+    krping.check_timed_pair(srv, cli, test, size, 3, 500)
+    assert srv.device == ROPCIE_DEV and cli.device == ROPCIE_DEV
+
+
 # Who runs a small RDMA WRITE (Documentation/ropcie.rst, Performance): the
 # QP's worker only, or its poster, inline (module option inline_max).
 PARAMS = "/sys/module/ropcie/parameters"

@@ -168,6 +168,9 @@ GOOD = [
     ("peer_timeout_ms", "0", "0"),
     ("peer_timeout_ms", "5000", "5000"),
     ("peer_timeout_ms", "3600000", "3600000"),
+    ("duration_ms", "0", "0"),
+    ("duration_ms", "86400000", "86400000"),
+    ("warmup", "4294967295", "4294967295"),
 ] + [(b, v, v) for b in krping.BOOL_ATTRS for v in ("1", "0")]
 
 

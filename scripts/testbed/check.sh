@@ -245,7 +245,7 @@ TWO_HOST_K+=" or loss1-ping or reorder-bw or survived[ping] or silence_for_good"
 TWO_HOST_K+=" or fails_cleanly[blip-there] or fails_cleanly[for_good-there]"
 TWO_HOST_K+=" or json[wlat-remote-server] or interrupt_removes_both_sides[remote-client]"
 TWO_HOST_K+=" or unreachable or (test_rping_remote and 65535-reg)"
-TWO_HOST_K+=" or ib_write_bw"
+TWO_HOST_K+=" or ib_write_bw or test_bench_timed"
 stage_two-host() {
 	pair_stage two-host 6.12 6.1 --provider rxe --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_link_faults.py \

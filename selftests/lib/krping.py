@@ -114,20 +114,22 @@ BOOL_ATTRS = ("validate", "verbose", "duplex", "poll", "server_inv",
               "local_dma_lkey", "read_inv")
 # Every configfs attribute holding a setting (not "options", not "start").
 OPTION_ATTRS = ("role", "addr", "port", "count", "size", "test",
-                "mem_mode", "txdepth", "tos", "peer_timeout_ms") + BOOL_ATTRS
+                "mem_mode", "txdepth", "tos", "peer_timeout_ms",
+                "duration_ms", "warmup") + BOOL_ATTRS
 ALL_ATTRS = OPTION_ATTRS + ("options", "start")
 # How the module parses each attribute: one parser per kind.
 ATTR_KIND = {"role": "enum", "test": "enum", "mem_mode": "enum",
              "addr": "addr", "port": "number", "count": "number",
              "size": "number", "txdepth": "number", "tos": "number",
-             "peer_timeout_ms": "number",
+             "peer_timeout_ms": "number", "duration_ms": "number",
+             "warmup": "number",
              "options": "options", "start": "start",
              **{b: "bool" for b in BOOL_ATTRS}}
 
 DEFAULTS = {
     "role": "none", "addr": "", "port": "7174", "count": "0", "size": "64",
     "test": "ping", "mem_mode": "reg", "txdepth": "64", "tos": "0",
-    "peer_timeout_ms": "30000",
+    "peer_timeout_ms": "30000", "duration_ms": "0", "warmup": "0",
     "validate": "0", "verbose": "0", "duplex": "0", "poll": "0",
     "server_inv": "0", "local_dma_lkey": "0", "read_inv": "0",
 }
@@ -949,6 +951,7 @@ def ending_line(log, srv):
 LATENCY = ("samples", "min_ns", "max_ns", "mean_ns", "p50_ns", "p99_ns",
            "p999_ns", "stdev_ns")
 BANDWIDTH = ("bytes", "duration_ns", "mbytes_per_sec", "msgs_per_sec")
+PROGRESS = ("iterations", "bytes", "samples", "elapsed_ns")
 BENCH_TESTS = ("wlat", "rlat", "bw", "fr", "slat", "sbw")
 MB = 1 << 20            # mbytes_per_sec counts MB of 2^20 bytes, as perftest
 # 16-byte SENDs (and RECVs) of each side around a benchmark: its buffer's
@@ -968,16 +971,32 @@ def session_bandwidth(s):
     return {k: values[k] for k in BANDWIDTH}
 
 
+def session_progress(s):
+    """{name: int} of /sys/kernel/krping/<name>/progress/."""
+    values = s.read_ints("progress")
+    return {k: values[k] for k in PROGRESS}
+
+
 def session_reset(s, value=1):
     """Write value to the session's sysfs reset file; 0 or the errno."""
     return write_errno(s.sys / "reset", value)
 
 
-def bench_stats(test, role, n, size, duplex=False):
-    """Exact stats/ of a completed run of test with count n, size bytes
-    (the benchmark ABI of issue 3; ping as ping_stats)."""
+def bench_stats(test, role, n, size, duplex=False, timed=False):
+    """Exact stats/ of a completed run of test with n iterations (count
+    plus warmup), size bytes (the benchmark ABI of issue 3; ping as
+    ping_stats). timed: a run with duration_ms, whose slat and sbw client
+    closes with an empty SEND."""
     if test == "ping":
         return ping_stats(role, n, size)
+    st = _bench_stats(test, role, n, size, duplex)
+    if timed and test in ("slat", "sbw"):
+        key = "send_bytes" if role == "client" else "recv_bytes"
+        st[key] -= ADV_BYTES
+    return st
+
+
+def _bench_stats(test, role, n, size, duplex):
     # every benchmark has a setup and an end exchange of 16-byte messages
     n_setup = BENCH_SETUP_MSGS
     st = dict(send_msgs=n_setup, send_bytes=n_setup * ADV_BYTES,
@@ -1009,11 +1028,13 @@ def bench_stats(test, role, n, size, duplex=False):
     return st
 
 
-def bench_latency_samples(test, role, n, duplex=False):
-    """latency/samples of a completed run."""
+def bench_latency_samples(test, role, n, duplex=False, warmup=0):
+    """latency/samples of a completed run of n measured iterations after
+    warmup ones."""
     if test in ("wlat", "slat"):
-        # half round trips: the server's first write or SEND has no start time
-        return n if role == "client" else max(n - 1, 0)
+        # half round trips: the server's first write or SEND has no start
+        # time (after a warm-up, the warm-up's last one is its start)
+        return n if role == "client" or warmup else max(n - 1, 0)
     if test == "ping" or (test == "rlat" and role == "client"):
         return n
     return 0
@@ -1022,6 +1043,53 @@ def bench_latency_samples(test, role, n, duplex=False):
 def bench_reports_bandwidth(test, role, duplex=False):
     return (test == "bw" and (role == "client" or duplex)) or \
         (test == "sbw" and role == "client")
+
+
+def measured_work(test, role, n, size):
+    """(iterations, bytes) of n measured iterations in progress/ of a
+    side: what the side itself completes (a passive server: nothing)."""
+    if test in ("wlat", "slat", "sbw") or role == "client":
+        return n, (0 if test == "fr" else n * size)
+    return 0, 0
+
+
+def check_progress(s, test, role, n, size, samples):
+    """progress/ of a side that ended after n measured iterations."""
+    prog = session_progress(s)
+    iters, nbytes = measured_work(test, role, n, size)
+    assert (prog["iterations"], prog["bytes"]) == (iters, nbytes), \
+        f"{s.name} progress {prog}"
+    assert prog["samples"] == samples, f"{s.name} progress {prog}"
+    assert (prog["elapsed_ns"] > 0) == (iters > 0), f"{s.name} {prog}"
+    return prog
+
+
+def check_timed_pair(srv, cli, test, size, warmup, duration_ms):
+    """Run a pair with duration_ms set on both sides and check that both
+    end done, that the client measured at least duration_ms, and that
+    every counter is exact for the iterations the client did (the
+    server's equal them). Returns that number."""
+    states = run_pair(srv, cli)
+    assert states == ("done", "done"), f"{srv.describe()} | {cli.describe()}"
+    n = cli.stat("iterations")
+    assert n > warmup, cli.describe()
+    for s, role in ((cli, "client"), (srv, "server")):
+        assert s.stats() == bench_stats(test, role, n, size, timed=True), \
+            f"{s.describe()}: {n} iterations"
+        lat = session_latency(s)
+        samples = bench_latency_samples(test, role, n - warmup,
+                                        warmup=warmup)
+        assert lat["samples"] == samples, f"{s.name} latency {lat}"
+        assert latency_problems(lat) == [], f"{s.name} latency {lat}"
+        bw = session_bandwidth(s)
+        if bench_reports_bandwidth(test, role):
+            assert bw["bytes"] == (n - warmup) * size, f"{s.name} {bw}"
+            assert bw["duration_ns"] >= duration_ms * 10**6, bw
+        assert bandwidth_problems(bw, size) == [], f"{s.name} {bw}"
+        prog = check_progress(s, test, role, n - warmup, size, samples)
+        if role == "client":
+            assert prog["elapsed_ns"] >= duration_ms * 10**6, prog
+    return n
 
 
 def latency_problems(lat):
