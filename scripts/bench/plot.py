@@ -16,8 +16,9 @@ Each point is the median over the row's runs (bench.py --reps), and its
 bar spans the lowest and the highest run, as the table's "pairs" column
 shows how much of a ratio is noise. The figures come from each run's own
 record in "runs" (the table's rows keep only the medians), krping's on
-the bench's device only (not the ropcie rows). The ping row is left out:
-its perftest figure is a model, not a measurement. Files are named after
+the bench's device only, for the rows of the krping vs perftest table
+(not the ropcie rows). The ping row is left out: its perftest figure is
+a model, not a measurement. Files are named after
 the JSON (bench-pair.json gives bench-pair-latency.svg); a panel without
 data is left out, and no file is written when no test has data (make
 bench-pair has no perftest rows).
@@ -44,12 +45,15 @@ COLOR = {"krping": "tab:blue", "perftest": "tab:orange"}
 
 
 def runs_of(doc):
-    """{(tool, test, size): [figures of each run]} of the measured runs."""
+    """{(tool, test, size): [figures of each run]} of the runs behind the
+    krping vs perftest rows of the table."""
+    rows = {(r.get("test"), r.get("size")) for r in doc.get("rows", [])}
     out = {}
     for rec in doc.get("runs", []):
         fig = rec.get("result")
         if (rec.get("tool") not in TOOLS or not isinstance(fig, dict)
-                or rec.get("discarded") or rec.get("rc")):
+                or rec.get("discarded") or rec.get("rc")
+                or (rec.get("test"), rec.get("size")) not in rows):
             continue
         if (rec["tool"] == "krping"
                 and rec.get("dev", doc.get("device")) != doc.get("device")):
