@@ -4,13 +4,19 @@
 Runs the CLI as a person would (a subprocess) on the test bed's first
 device (rxe0, or siw0) and checks its exit status, messages,
 perftest-style table and JSON against the sessions' sysfs files, and that
-it leaves no session behind.
+it leaves no session behind. The JSON of every test type is validated
+against Documentation/krping-results.schema.json (python3-jsonschema),
+the thresholds' exit status and messages are checked with limits no run
+can miss and limits no run can meet, and the Prometheus output of "show
+--prometheus" is parsed strictly and compared with the sysfs files.
 """
 
 import importlib.machinery
 import importlib.util
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +33,10 @@ LAT_HEAD = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"
             "    t_avg[usec]    t_stdev[usec]   99% percentile[usec]"
             "   99.9% percentile[usec]")
 BW_HEAD = " #bytes     #iterations    BW average[MB/sec]   MsgRate[Mpps]"
+SCHEMA = TOOL.parent.parent / "Documentation" / "krping-results.schema.json"
+TESTS = ("ping", "wlat", "rlat", "bw", "fr", "slat", "sbw")
+LAT_TESTS = ("ping", "wlat", "rlat", "slat")
+BW_TESTS = ("bw", "sbw")
 
 # The CLI's own logic is the same on every kernel: the debug kernel runs
 # test_pair_ping_json as its representative, the rest is STOCK_ONLY.
@@ -137,8 +147,12 @@ def test_help(tool, capsys):
     rc, out, _ = inproc(tool, capsys, "pair", "--help")
     assert rc == 0
     for opt in ("--all", "--json", "--keep", "--mem-mode", "--test",
-                "--duplex", "--poll", "--txdepth", "--options"):
+                "--duplex", "--poll", "--txdepth", "--options",
+                "--max-median", "--max-p99", "--max-p999", "--max-avg",
+                "--min-bw", "--min-rate"):
         assert opt in out
+    rc, out, _ = inproc(tool, capsys, "show", "--help")
+    assert rc == 0 and "--prometheus" in out
     # and the script itself starts
     assert "usage: krping" in cli("--help", check=0).stdout
 
@@ -286,6 +300,10 @@ def test_usage_errors(tool, capsys):
     assert rc == 2 and "invalid choice" in err
     rc, _, err = inproc(tool, capsys, "show", "no-such-session")
     assert rc == 2 and "no session 'no-such-session'" in err
+    rc, _, err = inproc(tool, capsys, "show")
+    assert rc == 2 and "name the sessions" in err
+    rc, _, err = inproc(tool, capsys, "show", "--json", "--prometheus")
+    assert rc == 2 and "not both" in err
 
 
 @krping.STOCK_ONLY
@@ -350,3 +368,374 @@ def test_benchmark_table_and_json(name, tool, capsys, test):
         assert fig["t_typical_usec"] == side["latency"]["p50_ns"] / 1000
         assert float(row[4]) == pytest.approx(fig["t_typical_usec"],
                                               abs=0.006)
+
+
+# --------------------------------------------------------------------------
+# JSON schema
+
+def strict_json(text):
+    """json.loads that refuses NaN and Infinity, which are not JSON."""
+    def refuse(word):
+        raise ValueError(f"not JSON: {word}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def validator():
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="no python3-jsonschema (scripts/testbed/deps.sh "
+        "installs it)")
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def valid(validator, doc):
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in validator.iter_errors(doc)]
+    assert errors == [], doc
+
+
+# A document as "pair --test wlat --both --json --max-p99 100" prints it.
+def sample_side(role):
+    return {
+        "name": "k1" + role[0], "host": None, "role": role, "test": "wlat",
+        "size": 64, "count": 10, "mem_mode": "reg",
+        "options": f"{role},addr=10.9.0.1,port=7174,count=10,size=64",
+        "state": "done", "error": 0, "device": "rxe0",
+        "stats": {"send_bytes": 32, "send_msgs": 2, "recv_bytes": 32,
+                  "recv_msgs": 2, "write_bytes": 640, "write_msgs": 10,
+                  "read_bytes": 0, "read_msgs": 0, "iterations": 10},
+        "latency": {"samples": 10, "min_ns": 9000, "max_ns": 30000,
+                    "mean_ns": 12000, "p50_ns": 11000, "p99_ns": 30000,
+                    "p999_ns": 30000, "stdev_ns": 5000},
+        "bandwidth": {"bytes": 0, "duration_ns": 0, "mbytes_per_sec": 0,
+                      "msgs_per_sec": 0},
+        "figures": {"bytes": 64, "iterations": 10, "kind": "latency",
+                    "samples": 10, "t_min_usec": 9.0, "t_max_usec": 30.0,
+                    "t_typical_usec": 11.0, "t_avg_usec": 12.0,
+                    "t_stdev_usec": 5.0, "p99_usec": 30.0,
+                    "p999_usec": 30.0}}
+
+
+def sample_run():
+    return {"results": [{
+        "test": "wlat", "size": 64, "count": 10, "ok": True,
+        "sides": {"server": sample_side("server"),
+                  "client": sample_side("client")},
+        "checks": [{"option": "--max-p99", "figure": "p99_usec",
+                    "side": "client", "limit": 100.0, "value": 30.0,
+                    "met": True}]}],
+        "skipped": [],
+        "thresholds": [{"option": "--max-p99", "figure": "p99_usec",
+                        "limit": 100.0, "unit": "usec"}],
+        "thresholds_met": True}
+
+
+def broken(change):
+    doc = sample_run()
+    change(doc, doc["results"][0], doc["results"][0]["sides"]["client"])
+    return doc
+
+
+# Each breaks one rule of the schema.
+BREAKAGES = {
+    "no stats": lambda d, r, c: c.pop("stats"),
+    "unknown state": lambda d, r, c: c.update(state="finished"),
+    "undocumented field": lambda d, r, c: c.update(extra=1),
+    "size as text": lambda d, r, c: r.update(size="64"),
+    "positive error": lambda d, r, c: c.update(error=5),
+    "counter below 0": lambda d, r, c: c["stats"].update(send_msgs=-1),
+    "figures of another kind": lambda d, r, c: c["figures"].update(
+        kind="bandwidth"),
+    "met as text": lambda d, r, c: r["checks"][0].update(met="yes"),
+    "unknown threshold": lambda d, r, c: d["thresholds"][0].update(
+        option="--max-p50"),
+    "unknown side": lambda d, r, c: r["sides"].update(
+        third=sample_side("client")),
+    "no thresholds_met": lambda d, r, c: d.pop("thresholds_met"),
+}
+
+
+@krping.STOCK_ONLY
+def test_json_schema_rejects_broken_documents(validator, tool, capsys):
+    # the sample passes, so each rejection below is the breakage's
+    valid(validator, sample_run())
+    valid(validator, sample_side("client"))
+    valid(validator, [sample_side("client"), sample_side("server")])
+    for what, change in BREAKAGES.items():
+        assert not validator.is_valid(broken(change)), what
+    assert not validator.is_valid({"results": []})
+    assert not validator.is_valid([sample_side("client")])
+    # NaN and Infinity are not JSON: the tool prints null instead
+    with pytest.raises(ValueError):
+        strict_json('{"a": NaN}')
+    capsys.readouterr()
+    tool.print_json({"a": [math.nan, 1.5, -math.inf], "b": math.inf})
+    assert strict_json(capsys.readouterr().out) == \
+        {"a": [None, 1.5, None], "b": None}
+
+
+# Limits no run can miss (10 s of latency, 1 byte/s, 0.001 msgs/s).
+PASSING = {"latency": ["--max-median", 1e7, "--max-p99", 1e7,
+                       "--max-p999", 1e7, "--max-avg", 1e7],
+           "bandwidth": ["--min-bw", 1e-6, "--min-rate", 1e-9]}
+
+
+@krping.STOCK_ONLY
+@needs_bench
+@pytest.mark.parametrize("test", TESTS)
+def test_json_schema_and_thresholds_met(name, tool, capsys, validator,
+                                        test):
+    kind = ("latency" if test in LAT_TESTS else
+            "bandwidth" if test in BW_TESTS else None)
+    limits = PASSING.get(kind, [])
+    size = 64 if test == "ping" else 4096
+    cp = cli("pair", *common(count=10), "--size", size, "--test", test,
+             "--both", "--json", "--keep", "--name", name, *limits,
+             check=0)
+    assert cp.stderr == ""
+    doc = strict_json(cp.stdout)
+    valid(validator, doc)
+    run = doc["results"][0]
+    assert run["ok"] and run["test"] == test and run["size"] == size
+    assert [t["option"] for t in doc["thresholds"]] == limits[::2]
+    assert [t["limit"] for t in doc["thresholds"]] == limits[1::2]
+    # checked: the client, and the server where it measured something
+    sides = ["client"] + (["server"] if run["sides"]["server"]["figures"]
+                          else [])
+    if not limits:
+        assert doc["thresholds_met"] is None and run["checks"] == []
+    else:
+        assert doc["thresholds_met"] is True
+        assert [(c["side"], c["option"]) for c in run["checks"]] == \
+            [(s, o) for s in sides for o in limits[::2]]
+    for c in run["checks"]:
+        fig = run["sides"][c["side"]]["figures"]
+        assert c["met"] and c["value"] == fig[c["figure"]], c
+    # show: one side, several sides; list
+    for names in ([name + "c"], [name + "c", name + "s"]):
+        rc, out, _ = inproc(tool, capsys, "show", *names, "--json")
+        assert rc == 0
+        shown = strict_json(out)
+        valid(validator, shown)
+        if len(names) > 1:
+            assert [s["name"] for s in shown] == names
+            assert shown[1]["stats"] == run["sides"]["server"]["stats"]
+        else:
+            assert shown["stats"] == run["sides"]["client"]["stats"]
+    rc, out, _ = inproc(tool, capsys, "list", "--json")
+    assert rc == 0
+    listed = strict_json(out)
+    valid(validator, listed)
+    assert {"name": name + "c", "state": "done", "role": "client",
+            "test": test, "error": 0,
+            "device": run["sides"]["client"]["device"]} in listed
+    assert inproc(tool, capsys, "rm", name + "c", name + "s")[0] == 0
+
+
+# --------------------------------------------------------------------------
+# thresholds
+
+@krping.STOCK_ONLY
+def test_threshold_usage_errors(name, tool, capsys):
+    base = ["pair", "--addr", krping.SERVER_ADDR, "--name", name]
+    for args, want in (
+            (["--test", "wlat", "--min-bw", 1],
+             "--min-bw applies to bw and sbw, not to test 'wlat'"),
+            (["--test", "fr", "--min-rate", 1],
+             "--min-rate applies to bw and sbw, not to test 'fr'"),
+            (["--test", "sbw", "--max-p99", 100],
+             "--max-p99 applies to ping, wlat, rlat and slat, not to test "
+             "'sbw'"),
+            (["-o", "test=bw", "--max-median", 5],
+             "--max-median applies to ping, wlat, rlat and slat, not to "
+             "test 'bw'")):
+        rc, _, err = inproc(tool, capsys, *base, *args)
+        assert (rc, err) == (2, f"krping: {want}\n")
+    rc, _, err = inproc(tool, capsys, "run", "--server", *base[1:],
+                        "--test", "rlat", "--max-p999", 100)
+    assert rc == 2
+    assert "the server of 'rlat' reports no latency figures" in err
+    for bad in ("0", "-5", "nan", "inf", "fast"):
+        rc, _, err = inproc(tool, capsys, *base, "--max-p99", bad)
+        assert rc == 2 and "--max-p99" in err, err
+
+
+@krping.STOCK_ONLY
+@needs_bench
+def test_threshold_missed(name, tool):
+    # a median of at most 1 ns: no run meets it, on either side
+    cp = cli("pair", *common(count=10), "--test", "wlat", "--both",
+             "--json", "--name", name, "--max-p99", 1e7,
+             "--max-median", 0.001, check=3)
+    doc = strict_json(cp.stdout)
+    run = doc["results"][0]
+    assert run["ok"] and doc["thresholds_met"] is False
+    want = []
+    for side in ("client", "server"):
+        v = run["sides"][side]["figures"]["t_typical_usec"]
+        want.append(f"krping: threshold missed: median {v:.2f} usec > "
+                    f"--max-median 0.001 ({side}, 64 B)")
+    assert cp.stderr.splitlines() == want
+    # per side, in the order of --help
+    assert [(c["side"], c["option"], c["met"]) for c in run["checks"]] == [
+        ("client", "--max-median", False), ("client", "--max-p99", True),
+        ("server", "--max-median", False), ("server", "--max-p99", True)]
+
+    # bandwidth: a million Mpps is out of reach, 1 byte/s is not; the
+    # table is printed as usual
+    cp = cli("pair", *common(count=10), "--test", "bw", "--size", 4096,
+             "--name", name, "--min-bw", 1e-6, "--min-rate", 1e6, check=3)
+    assert BW_HEAD in cp.stdout.splitlines()
+    lines = cp.stderr.splitlines()
+    assert len(lines) == 1, cp.stderr
+    assert re.fullmatch(r"krping: threshold missed: message rate "
+                        r"\d+\.\d{6} Mpps < --min-rate 1e\+06 "
+                        r"\(client, 4096 B\)", lines[0]), lines
+
+
+# --------------------------------------------------------------------------
+# Prometheus
+
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+SAMPLE_LINE = re.compile(r"(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)"
+                         r"(?:\{(?P<labels>[^\n]*)\})? (?P<value>\S+)")
+LABEL_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"')
+NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def parse_labels(text):
+    labels, pos = {}, 0
+    while pos < len(text):
+        m = LABEL_PAIR.match(text, pos)
+        assert m, f"bad label at {text[pos:]!r}"
+        assert m[1] not in labels, f"label {m[1]} twice"
+        labels[m[1]] = re.sub(r"\\(.)", lambda e: "\n" if e[1] == "n"
+                              else e[1], m[2])
+        pos = m.end()
+        if pos < len(text):
+            assert text[pos] == ",", text
+            pos += 1
+    return labels
+
+
+def parse_prometheus(text):
+    """A strict reader of the text exposition format as krping writes it:
+    each family once, HELP then TYPE then its samples, all together;
+    counters named *_total; well-formed labels; no series twice; finite
+    decimal values. Returns ({family: type}, {(name, labels): value})."""
+    assert text.endswith("\n") and "\n\n" not in text
+    types, samples, current = {}, {}, None
+    for line in text[:-1].split("\n"):
+        if line.startswith("# HELP "):
+            name, _, help_text = line[7:].partition(" ")
+            assert METRIC_NAME.fullmatch(name) and help_text, line
+            assert name not in types, f"family {name} twice"
+            types[name], current = None, name
+        elif line.startswith("# TYPE "):
+            name, _, kind = line[7:].partition(" ")
+            assert name == current and types[name] is None, line
+            assert kind in ("counter", "gauge"), line
+            assert (kind == "counter") == name.endswith("_total"), line
+            types[name] = kind
+        else:
+            m = SAMPLE_LINE.fullmatch(line)
+            assert m, f"not a sample: {line!r}"
+            assert m["name"] == current and types[current], line
+            assert NUMBER.fullmatch(m["value"]), line
+            key = (m["name"], frozenset(parse_labels(m["labels"] or "")
+                                        .items()))
+            assert key not in samples, f"series twice: {line}"
+            samples[key] = float(m["value"])
+    return types, samples
+
+
+STATE_NAMES = ("idle", "resolving", "listening", "connecting", "running",
+               "done", "failed", "stopped")
+
+
+def expected_metrics(name):
+    """{(metric, labels): value} of session name, from its sysfs and
+    configfs files."""
+    sysd, cfg = krping.SYSFS / name, krping.CONFIGFS / name
+
+    def num(path):
+        return int(krping.read_text(path))
+    labels = {"session": name, "role": krping.read_text(cfg / "role"),
+              "test": krping.read_text(cfg / "test"),
+              "device": krping.read_text(sysd / "device")}
+    state = krping.read_text(sysd / "state")
+    out = {}
+
+    def put(metric, value, **extra):
+        out[(metric, frozenset({**labels, **extra}.items()))] = value
+    for st in STATE_NAMES:
+        put("krping_state", int(st == state), state=st)
+    put("krping_error", num(sysd / "error"))
+    put("krping_size_bytes", num(cfg / "size"))
+    put("krping_count", num(cfg / "count"))
+    for op in ("send", "recv", "write", "read"):
+        put(f"krping_{op}_bytes_total", num(sysd / "stats" / f"{op}_bytes"))
+        put(f"krping_{op}_messages_total",
+            num(sysd / "stats" / f"{op}_msgs"))
+    put("krping_iterations_total", num(sysd / "stats" / "iterations"))
+    lat = sysd / "latency"
+    put("krping_latency_samples", num(lat / "samples"))
+    for k in ("min", "max", "mean", "p50", "p99", "p999", "stdev"):
+        put(f"krping_latency_{k}_seconds", num(lat / f"{k}_ns") / 1e9)
+    bw = sysd / "bandwidth"
+    nbytes, dur = num(bw / "bytes"), num(bw / "duration_ns")
+    put("krping_bandwidth_bytes", nbytes)
+    put("krping_bandwidth_duration_seconds", dur / 1e9)
+    put("krping_bandwidth_bytes_per_second",
+        nbytes * 1e9 / dur if dur else 0)
+    put("krping_bandwidth_messages_per_second", num(bw / "msgs_per_sec"))
+    return out
+
+
+@krping.STOCK_ONLY
+@needs_bench
+def test_prometheus(name, tool, capsys):
+    cli("pair", *common(count=10), "--test", "wlat", "--name", name + "l",
+        "--keep", check=0)
+    cli("pair", *common(count=10), "--test", "bw", "--size", 4096,
+        "--name", name + "b", "--keep", check=0)
+    ours = [name + "lc", name + "ls", name + "bc", name + "bs"]
+    try:
+        rc, out, _ = inproc(tool, capsys, "show", "--prometheus")
+        assert rc == 0
+        types, samples = parse_prometheus(out)
+        assert types["krping_send_bytes_total"] == "counter"
+        assert types["krping_latency_p99_seconds"] == "gauge"
+        for n in ours:
+            want = expected_metrics(n)
+            got = {k: v for k, v in samples.items()
+                   if ("session", n) in k[1]}
+            assert got == want, n
+        # sysfs as the figures came: a finished bw client wrote 10 x 4096
+        bc = expected_metrics(name + "bc")
+        assert [v for (m, _), v in bc.items()
+                if m == "krping_bandwidth_bytes"] == [40960]
+        # named sessions only
+        rc, out, _ = inproc(tool, capsys, "show", "--prometheus", name + "ls")
+        assert rc == 0
+        assert parse_prometheus(out)[1] == expected_metrics(name + "ls")
+    finally:
+        assert inproc(tool, capsys, "rm", *ours)[0] == 0
+
+
+@krping.STOCK_ONLY
+def test_prometheus_parser_is_strict():
+    good = ('# HELP a_total x\n# TYPE a_total counter\n'
+            'a_total{session="s\\"1",role="client"} 3\n')
+    assert parse_prometheus(good)[1] == {
+        ("a_total", frozenset({("session", 's"1'), ("role", "client")})): 3}
+    for bad in (good.replace("# HELP a_total x\n", ""),        # no HELP
+                good.replace("counter", "gauge"),              # _total gauge
+                good + 'a_total{session="s\\"1",role="client"} 4\n',
+                good.replace(" 3\n", " NaN\n"),
+                good.replace('",role', '" role'),
+                good + "# HELP a_total x\n"):
+        with pytest.raises(AssertionError):
+            parse_prometheus(bad)

@@ -12,7 +12,10 @@
 # memcpy bandwidth. Prints one table (size, test, krping, perftest, ratio;
 # then size, test, ropcie, rxe, ratio) and writes it to
 # $KRPING_RESULTS/bench.txt and bench.json (default results/). Arguments
-# go to bench.py, e.g. --reps 2, --scale 0.5, --sizes 64,4096.
+# go to bench.py, e.g. --reps 2, --scale 0.5, --sizes 64,4096. Last,
+# scripts/bench/plot.py draws bench-latency.svg and bench-bandwidth.svg
+# beside bench.json (python3-matplotlib, on this host); a plot that cannot
+# be drawn is reported but does not fail the bench.
 #
 # --pair (make bench-pair): two 6.12 guests instead (scripts/testbed/
 # vm-pair --provider ropcie: ropcie0 over their PCI link, 10.9.2.x) and
@@ -76,6 +79,8 @@ for f in bench.json bench.txt; do
 done
 if [[ -f $RESULTS/$name.json ]]; then
 	tb_log "table: $RESULTS/$name.txt, JSON: $RESULTS/$name.json"
+	"$REPO_DIR/scripts/bench/plot.py" "$RESULTS/$name.json" >&2 ||
+		tb_log "no plots: scripts/bench/plot.py failed"
 else
 	tb_log "no results (exit $rc); VM output in $RESULTS/vm-$name"
 	((rc)) || rc=1

@@ -30,6 +30,9 @@ PKGS=(
 	# The Debian package (make deb, the package stage): DKMS builds its
 	# modules, rst2man renders krping(8), lintian checks the .deb.
 	dkms python3-docutils lintian
+	# The selftests validate the CLI's JSON against its schema; make bench
+	# draws its plots.
+	python3-jsonschema python3-matplotlib
 	# Test bed plumbing (patch: the debug kernel's fixes).
 	patch
 	coreutils util-linux
