@@ -105,7 +105,7 @@ def test_bench_duplex(pool):
 
 BENCH_TESTS = ["wlat", "rlat", "bw", "fr", "slat", "sbw"]
 WARMUP = 7
-DURATION_MS = 1000
+DURATION_MS = 500
 
 
 @pytest.mark.either

@@ -11,6 +11,7 @@ PKG_NAME=krping
 # The user documents shipped with the CLI (the test bed's are not).
 # shellcheck disable=SC2034
 PKG_DOCS=(README.md Documentation/krping.rst Documentation/ropcie.rst
+	Documentation/krping-json.rst Documentation/krping-results.schema.json
 	Documentation/ABI/testing/configfs-krping
 	Documentation/ABI/testing/sysfs-kernel-krping)
 

@@ -391,9 +391,13 @@ DEBUG_SIW_SKIP=(test_ropcie.py test_ulp.py test_abuse_writes.py test_options.py
 # bring their own device, in debug-rxe, so that the two stages beside each
 # other end at about the same time (debug-siw is followed by two-host).
 ALLOC_SESSIONS=test_alloc_faults.py::test_session_allocations
+# Warm-up, timed runs and progress/ are the engine's, the same over any
+# device: they run over rxe in selftests and over siw in debug-siw.
+DEBUG_RXE_SKIP=(test_bench.py::test_bench_warmup test_bench.py::test_bench_timed
+	test_bench.py::test_progress_while_running)
 stage_debug-rxe() {
 	debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
-		--deselect "$ALLOC_SESSIONS"
+		--deselect "$ALLOC_SESSIONS" "${DEBUG_RXE_SKIP[@]/#/--deselect=}"
 }
 stage_debug-siw() {
 	debug_vm debug-siw --provider siw -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
