@@ -691,6 +691,10 @@ def expected_metrics(name):
     put("krping_bandwidth_bytes_per_second",
         nbytes * 1e9 / dur if dur else 0)
     put("krping_bandwidth_messages_per_second", num(bw / "msgs_per_sec"))
+    prog = sysd / "progress"
+    for k in ("iterations", "bytes", "samples"):
+        put(f"krping_progress_{k}", num(prog / k))
+    put("krping_progress_elapsed_seconds", num(prog / "elapsed_ns") / 1e9)
     return out
 
 
