@@ -42,7 +42,8 @@ def test_attribute_files(pool):
                                                 "reset", "stats", "latency",
                                                 "bandwidth"])
     assert sorted(os.listdir(s.sys / "stats")) == sorted(krping.STATS)
-    assert sorted(os.listdir(s.sys / "latency")) == sorted(krping.LATENCY)
+    assert sorted(os.listdir(s.sys / "latency")) == \
+        sorted(krping.LATENCY_FILES)
     assert sorted(os.listdir(s.sys / "bandwidth")) == sorted(krping.BANDWIDTH)
 
 
