@@ -89,9 +89,12 @@ struct krping_results;
  * @dropped: the directory was removed; no new run may start
  * @state: enum krping_state, written by the run thread or under @lock
  * @error: negative errno of a failed run, 0 otherwise
- * @result_lock: protects @device, @latency and @bandwidth
+ * @result_lock: protects @device, @latency, @lat_hist and @bandwidth
  * @device: name of the RDMA device of the current or last run
  * @latency: latency figures of the last run
+ * @lat_hist: latency histogram of the last run: NULL (no run, or no
+ *	samples), an ERR_PTR if it could not be exported, or the buckets,
+ *	owned by the session
  * @bandwidth: bandwidth figures of the last run
  * @stats: counters of the current or last run
  * @progress: the measured part of the current or last run
@@ -109,6 +112,7 @@ struct krping_session {
 	spinlock_t result_lock;		/* see the kernel-doc above */
 	char device[IB_DEVICE_NAME_MAX];
 	struct krping_lat_summary latency;
+	struct krping_lat_buckets *lat_hist;
 	struct krping_bandwidth bandwidth;
 	struct krping_stats stats;
 	struct krping_progress progress;
@@ -127,6 +131,7 @@ void krping_session_set_device(struct krping_session *sess,
 			       const struct ib_device *dev);
 void krping_session_publish(struct krping_session *sess,
 			    const struct krping_lat_summary *lat,
+			    struct krping_lat_buckets *hist,
 			    u64 msgs, u64 bytes, u64 duration_ns);
 int krping_session_reset(struct krping_session *sess);
 const char *krping_state_name(int state);

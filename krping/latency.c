@@ -30,13 +30,20 @@
  * on every step. Both results are exact (rounded down) for any samples
  * and any count below 2^64; adding costs two 64-bit additions and one
  * 64x64->128 multiply.
+ *
+ * Export. krping_lat_export() lists the non-empty buckets for sysfs
+ * latency/histogram, a file that must fit in one page: adjacent fine
+ * buckets are merged, 2, 4, .. 128 at a time, until the text fits.
+ * Only the view is coarsened; the percentiles use the fine buckets.
  */
 
 #include <linux/bitops.h>
+#include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/limits.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
+#include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/string.h>
@@ -313,4 +320,151 @@ void krping_lat_summarize(struct krping_lat *lat,
 		*pct[i] = clamp(krping_lat_bucket_max(b), lat->min_ns,
 				lat->max_ns);
 	}
+}
+
+/* The smallest value that falls into bucket @b. */
+static u64 krping_lat_bucket_min(unsigned int b)
+{
+	unsigned int group = b >> KRPING_LAT_SUB_BITS;
+
+	if (!group)
+		return b;
+	return ((u64)(b & (KRPING_LAT_SUB - 1)) + KRPING_LAT_SUB) << (group - 1);
+}
+
+/* Decimal digits of @v. */
+static unsigned int krping_lat_digits(u64 v)
+{
+	unsigned int n = 1;
+
+	while (v >= 10) {
+		v = div_u64(v, 10);
+		n++;
+	}
+	return n;
+}
+
+/**
+ * krping_lat_bucket_len() - length of a bucket's line in sysfs
+ * @bucket: the bucket
+ *
+ * Return: the number of characters KRPING_LAT_BUCKET_FMT prints for
+ * @bucket, newline included: at most 62 (19 + 20 + 20 digits, two
+ * spaces, a newline; a low bound has at most 19 digits as it is below
+ * 2^64 / 2).
+ */
+size_t krping_lat_bucket_len(const struct krping_lat_bucket *bucket)
+{
+	return krping_lat_digits(bucket->low_ns) +
+	       krping_lat_digits(bucket->high_ns) +
+	       krping_lat_digits(bucket->count) + 3;
+}
+
+/* Fine buckets merged into one: 1 (merge_bits 0) .. 128 (merge_bits 7). */
+#define KRPING_LAT_MERGES	(KRPING_LAT_SUB_BITS + 1)
+
+/* Bucket @c of the histogram with 2^@m fine buckets merged into one. */
+static void krping_lat_coarse(struct krping_lat_bucket *out, unsigned int c,
+			      unsigned int m, u64 count)
+{
+	out->low_ns = krping_lat_bucket_min(c << m);
+	out->high_ns = krping_lat_bucket_max(((c + 1) << m) - 1);
+	out->count = count;
+}
+
+/**
+ * krping_lat_export() - the non-empty buckets of the histogram, for sysfs
+ * @lat: statistics set up by krping_lat_init()
+ * @max_len: the most characters the buckets may take when printed with
+ *	KRPING_LAT_BUCKET_FMT, one line each
+ * @gfp: allocation flags
+ *
+ * Every sample added to @lat (the first KRPING_LAT_EXACT ones too, which
+ * are also kept aside for exact percentiles) is counted in exactly one
+ * bucket, so the counts add up to @lat->samples. The buckets are those of
+ * the histogram (see the top of this file) with 2^m adjacent fine buckets
+ * merged into one, m = 0..7, and m is the smallest whose lines fit in
+ * @max_len: 0 keeps the histogram's resolution (1/128 of a power of two),
+ * 7 leaves one bucket per power of two. A merged bucket never straddles
+ * a power of two, since 2^m divides the 128 fine buckets of one. With
+ * m = 7 there are at most 58 lines of at most 62 characters, 3596 in all,
+ * so any @max_len from 3596 on succeeds.
+ *
+ * Context: may sleep if @gfp allows it.
+ * Return: NULL without samples; the buckets, to be freed with
+ * krping_lat_buckets_free(); ERR_PTR(-ENOMEM), or ERR_PTR(-E2BIG) if even
+ * one bucket per power of two does not fit in @max_len.
+ */
+struct krping_lat_buckets *krping_lat_export(const struct krping_lat *lat,
+					     size_t max_len, gfp_t gfp)
+{
+	size_t len[KRPING_LAT_MERGES] = {};
+	unsigned int nr[KRPING_LAT_MERGES] = {};
+	unsigned int cur[KRPING_LAT_MERGES] = {};
+	u64 sum[KRPING_LAT_MERGES] = {};
+	struct krping_lat_buckets *out;
+	struct krping_lat_bucket bk;
+	unsigned int b, m, i = 0;
+
+	if (!lat->samples)
+		return NULL;
+
+	/* One walk measures the lines of every merge level. */
+	for (b = 0; b < KRPING_LAT_BUCKETS; b++) {
+		u64 count = lat->hist->count[b];
+
+		if (!count)
+			continue;
+		for (m = 0; m < KRPING_LAT_MERGES; m++) {
+			if (sum[m] && cur[m] != b >> m) {
+				krping_lat_coarse(&bk, cur[m], m, sum[m]);
+				len[m] += krping_lat_bucket_len(&bk);
+				sum[m] = 0;
+			}
+			if (!sum[m]) {
+				cur[m] = b >> m;
+				nr[m]++;
+			}
+			sum[m] += count;
+		}
+	}
+	for (m = 0; m < KRPING_LAT_MERGES; m++) {
+		krping_lat_coarse(&bk, cur[m], m, sum[m]);
+		len[m] += krping_lat_bucket_len(&bk);
+	}
+	for (m = 0; m < KRPING_LAT_MERGES && len[m] > max_len; m++)
+		;
+	if (m == KRPING_LAT_MERGES)
+		return ERR_PTR(-E2BIG);
+
+	out = kvmalloc(struct_size(out, b, nr[m]), gfp);
+	if (!out)
+		return ERR_PTR(-ENOMEM);
+	out->nr = nr[m];
+	out->merge_bits = m;
+	memset(out->b, 0, nr[m] * sizeof(out->b[0]));
+	for (b = 0; b < KRPING_LAT_BUCKETS; b++) {
+		u64 count = lat->hist->count[b];
+
+		if (!count)
+			continue;
+		if (out->b[i].count && cur[m] != b >> m)
+			i++;
+		if (!out->b[i].count) {
+			cur[m] = b >> m;
+			krping_lat_coarse(&out->b[i], cur[m], m, 0);
+		}
+		out->b[i].count += count;
+	}
+	return out;
+}
+
+/**
+ * krping_lat_buckets_free() - free what krping_lat_export() returned
+ * @buckets: the buckets; NULL and error pointers are ignored
+ */
+void krping_lat_buckets_free(struct krping_lat_buckets *buckets)
+{
+	if (!IS_ERR_OR_NULL(buckets))
+		kvfree(buckets);
 }

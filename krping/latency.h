@@ -66,6 +66,34 @@ struct krping_lat_summary {
 	u64 stdev_ns;
 };
 
+/**
+ * struct krping_lat_bucket - one bucket of an exported histogram
+ * @low_ns: smallest value the bucket holds
+ * @high_ns: largest value the bucket holds (inclusive)
+ * @count: samples in [@low_ns, @high_ns], at least 1
+ */
+struct krping_lat_bucket {
+	u64 low_ns;
+	u64 high_ns;
+	u64 count;
+};
+
+/* How sysfs latency/histogram prints one bucket. */
+#define KRPING_LAT_BUCKET_FMT	"%llu %llu %llu\n"
+
+/**
+ * struct krping_lat_buckets - the non-empty buckets of a run's histogram
+ * @nr: number of buckets in @b, at least 1
+ * @merge_bits: each bucket is 2^@merge_bits adjacent fine buckets of the
+ *	histogram (0..7; 7: one bucket per power of two)
+ * @b: the buckets, ascending and disjoint
+ */
+struct krping_lat_buckets {
+	unsigned int nr;
+	unsigned int merge_bits;
+	struct krping_lat_bucket b[];
+};
+
 /* Allocate (GFP_KERNEL) and reset. Returns 0 or -ENOMEM. */
 int krping_lat_init(struct krping_lat *lat);
 void krping_lat_free(struct krping_lat *lat);
@@ -79,5 +107,10 @@ void krping_lat_add(struct krping_lat *lat, u64 ns);
  */
 void krping_lat_summarize(struct krping_lat *lat,
 			  struct krping_lat_summary *sum);
+
+struct krping_lat_buckets *krping_lat_export(const struct krping_lat *lat,
+					     size_t max_len, gfp_t gfp);
+void krping_lat_buckets_free(struct krping_lat_buckets *buckets);
+size_t krping_lat_bucket_len(const struct krping_lat_bucket *bucket);
 
 #endif /* KRPING_LATENCY_H */

@@ -190,6 +190,40 @@ static struct krping_figure_attr bw_##_name##_attr = {			\
 	.offset = offsetof(struct krping_bandwidth, _name),		\
 }
 
+/*
+ * latency/histogram: one line "LOW_NS HIGH_NS COUNT" per non-empty bucket,
+ * ascending. Several values in one file, deliberately: a distribution is
+ * one figure, and sysfs (unlike debugfs) is there without root and
+ * without CONFIG_DEBUG_FS, beside the other figures. The
+ * buckets were coarsened at publish time until their lines fit in a
+ * page (krping_lat_export()), so the text always fits.
+ */
+static ssize_t lat_histogram_show(struct kobject *kobj,
+				  struct kobj_attribute *attr, char *buf)
+{
+	struct krping_session *sess = kobj_to_session(kobj);
+	const struct krping_lat_buckets *h;
+	unsigned int i;
+	ssize_t len = 0;
+
+	spin_lock(&sess->result_lock);
+	h = sess->lat_hist;
+	if (IS_ERR(h))
+		len = PTR_ERR(h);
+	else if (h)
+		for (i = 0; i < h->nr; i++)
+			len += sysfs_emit_at(buf, len, KRPING_LAT_BUCKET_FMT,
+					     h->b[i].low_ns, h->b[i].high_ns,
+					     h->b[i].count);
+	spin_unlock(&sess->result_lock);
+	return len;
+}
+
+static struct kobj_attribute lat_histogram_attr = {
+	.attr = { .name = "histogram", .mode = 0444 },
+	.show = lat_histogram_show,
+};
+
 KRPING_LATENCY_ATTR(samples);
 KRPING_LATENCY_ATTR(min_ns);
 KRPING_LATENCY_ATTR(max_ns);
@@ -208,6 +242,7 @@ static struct attribute *krping_latency_attrs[] = {
 	&lat_p99_ns_attr.kattr.attr,
 	&lat_p999_ns_attr.kattr.attr,
 	&lat_stdev_ns_attr.kattr.attr,
+	&lat_histogram_attr.attr,
 	NULL,
 };
 

@@ -16,13 +16,15 @@
  * @opts: the settings of this run
  *
  * Called in the session's thread. Everything the run creates is released
- * before this returns. The figures are published however the run ended.
+ * before this returns. The figures, the latency histogram among them, are
+ * published however the run ended.
  *
  * Return: 0 when the test completed, -EINTR when it was told to stop, or
  * the negative errno that failed it.
  */
 int krping_run(struct krping_session *sess, const struct krping_options *opts)
 {
+	struct krping_lat_buckets *hist;
 	struct krping_lat_summary lat;
 	struct krping_run *run;
 	int ret;
@@ -50,8 +52,10 @@ int krping_run(struct krping_session *sess, const struct krping_options *opts)
 	}
 
 	WRITE_ONCE(sess->progress.end_ns, ktime_get_ns());
+	/* The histogram file is one sysfs page; see krping_lat_export(). */
+	hist = krping_lat_export(&run->lat, PAGE_SIZE - 1, GFP_KERNEL);
 	krping_lat_summarize(&run->lat, &lat);
-	krping_session_publish(sess, &lat, run->bw_msgs, run->bw_bytes,
+	krping_session_publish(sess, &lat, hist, run->bw_msgs, run->bw_bytes,
 			       run->bw_ns);
 
 	krping_teardown(run);

@@ -99,15 +99,19 @@ static void krping_progress_reset(struct krping_progress *p)
  * krping_session_publish() - store the figures of a finished run
  * @sess: the session
  * @lat: latency summary (all zero if the test takes no samples)
+ * @hist: its histogram from krping_lat_export() (NULL, an ERR_PTR or
+ *	buckets); the session takes it over and frees the one it replaces
  * @msgs: operations (WRITEs, SENDs) completed by a bandwidth test
  * @bytes: bytes they moved, 0 for the other tests
  * @duration_ns: the time they took
  */
 void krping_session_publish(struct krping_session *sess,
 			    const struct krping_lat_summary *lat,
+			    struct krping_lat_buckets *hist,
 			    u64 msgs, u64 bytes, u64 duration_ns)
 {
 	struct krping_bandwidth bw = {};
+	struct krping_lat_buckets *old;
 
 	if (bytes && duration_ns) {
 		bw.bytes = bytes;
@@ -119,18 +123,26 @@ void krping_session_publish(struct krping_session *sess,
 	}
 	spin_lock(&sess->result_lock);
 	sess->latency = *lat;
+	old = sess->lat_hist;
+	sess->lat_hist = hist;
 	sess->bandwidth = bw;
 	spin_unlock(&sess->result_lock);
+	krping_lat_buckets_free(old);
 }
 
 static void krping_results_clear(struct krping_session *sess)
 {
+	struct krping_lat_buckets *old;
+
 	krping_stats_reset(&sess->stats);
 	krping_progress_reset(&sess->progress);
 	spin_lock(&sess->result_lock);
 	memset(&sess->latency, 0, sizeof(sess->latency));
+	old = sess->lat_hist;
+	sess->lat_hist = NULL;
 	memset(&sess->bandwidth, 0, sizeof(sess->bandwidth));
 	spin_unlock(&sess->result_lock);
+	krping_lat_buckets_free(old);
 }
 
 /**
@@ -313,6 +325,7 @@ void krping_session_free(struct krping_session *sess)
 	/* An item that was never dropped (failed mkdir) still has results. */
 	if (sess->results)
 		krping_results_remove(sess->results);
+	krping_lat_buckets_free(sess->lat_hist);
 	mutex_destroy(&sess->lock);
 	kfree(sess);
 }

@@ -775,6 +775,229 @@ static void krping_test_wide(struct kunit *test)
 #endif
 }
 
+/*
+ * The export of the histogram (latency/histogram). The reference below
+ * finds the bucket of a value from the bucket widths alone: 2^m below
+ * 128, else 2^(ilog2(v) - 7 + m), aligned to its width.
+ */
+KUNIT_DEFINE_ACTION_WRAPPER(krping_test_buckets_free, krping_lat_buckets_free,
+			    struct krping_lat_buckets *);
+
+static void krping_test_ref_bucket(u64 v, unsigned int m, u64 *low, u64 *high)
+{
+	u64 w = 1ULL << m;
+
+	if (v >= 128)
+		w <<= ilog2(v) - 7;
+	*low = v & ~(w - 1);
+	*high = *low + (w - 1);
+}
+
+/* The buckets of the sorted @v[0..n) at merge level @m; returns how many. */
+static size_t krping_test_ref_export(const u64 *v, size_t n, unsigned int m,
+				     struct krping_lat_bucket *out)
+{
+	size_t i, nr = 0;
+	u64 low, high;
+
+	for (i = 0; i < n; i++) {
+		krping_test_ref_bucket(v[i], m, &low, &high);
+		if (nr && out[nr - 1].low_ns == low) {
+			out[nr - 1].count++;
+			continue;
+		}
+		out[nr].low_ns = low;
+		out[nr].high_ns = high;
+		out[nr].count = 1;
+		nr++;
+	}
+	return nr;
+}
+
+static size_t krping_test_text_len(const struct krping_lat_bucket *b,
+				   size_t nr)
+{
+	char line[80];
+	size_t i, len = 0;
+
+	for (i = 0; i < nr; i++)
+		len += snprintf(line, sizeof(line), KRPING_LAT_BUCKET_FMT,
+				b[i].low_ns, b[i].high_ns, b[i].count);
+	return len;
+}
+
+/*
+ * Export the samples @v[0..n) (in any order; sorted here) with @max_len
+ * and compare with the reference: the finest level that fits, bucket by
+ * bucket, the counts adding up to @n, each line's length. Returns the
+ * merge level, or -1 when nothing fits.
+ */
+static int krping_test_export(struct kunit *test, u64 *v, size_t n,
+			      size_t max_len)
+{
+	struct krping_lat *lat = krping_test_lat(test);
+	struct krping_lat_bucket *ref;
+	struct krping_lat_buckets *out;
+	size_t nr = 0, i;
+	unsigned int m;
+	u64 sum = 0;
+
+	krping_test_add_all(lat, v, n);
+	sort(v, n, sizeof(*v), krping_test_cmp, NULL);
+	ref = kvmalloc_array(n, sizeof(*ref), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ref);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test,
+							krping_test_kvfree,
+							ref), 0);
+	for (m = 0; m <= KRPING_LAT_SUB_BITS; m++) {
+		nr = krping_test_ref_export(v, n, m, ref);
+		if (krping_test_text_len(ref, nr) <= max_len)
+			break;
+	}
+	out = krping_lat_export(lat, max_len, GFP_KERNEL);
+	if (m > KRPING_LAT_SUB_BITS) {
+		KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(out), -E2BIG);
+		return -1;
+	}
+	KUNIT_ASSERT_FALSE(test, IS_ERR_OR_NULL(out));
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test,
+							krping_test_buckets_free,
+							out), 0);
+	KUNIT_EXPECT_EQ(test, out->merge_bits, m);
+	KUNIT_ASSERT_EQ(test, out->nr, nr);
+	for (i = 0; i < nr; i++) {
+		const struct krping_lat_bucket *b = &out->b[i];
+
+		KUNIT_EXPECT_EQ_MSG(test, b->low_ns, ref[i].low_ns, "bucket %zu", i);
+		KUNIT_EXPECT_EQ_MSG(test, b->high_ns, ref[i].high_ns,
+				    "bucket %zu", i);
+		KUNIT_EXPECT_EQ_MSG(test, b->count, ref[i].count, "bucket %zu", i);
+		KUNIT_EXPECT_EQ_MSG(test, krping_lat_bucket_len(b),
+				    krping_test_text_len(b, 1), "bucket %zu", i);
+		if (i)
+			KUNIT_EXPECT_GT_MSG(test, b->low_ns, out->b[i - 1].high_ns,
+					    "bucket %zu", i);
+		sum += b->count;
+	}
+	KUNIT_EXPECT_EQ(test, sum, n);
+	KUNIT_EXPECT_LE(test, krping_test_text_len(out->b, out->nr), max_len);
+	KUNIT_EXPECT_LE(test, out->b[0].low_ns, v[0]);
+	KUNIT_EXPECT_GE(test, out->b[nr - 1].high_ns, v[n - 1]);
+	return m;
+}
+
+static void krping_test_export_empty(struct kunit *test)
+{
+	struct krping_lat *lat = krping_test_lat(test);
+
+	KUNIT_EXPECT_NULL(test, krping_lat_export(lat, SIZE_MAX, GFP_KERNEL));
+	krping_lat_add(lat, 5);
+	krping_lat_reset(lat);
+	KUNIT_EXPECT_NULL(test, krping_lat_export(lat, SIZE_MAX, GFP_KERNEL));
+	/* NULL and error pointers are ignored */
+	krping_lat_buckets_free(NULL);
+	krping_lat_buckets_free(ERR_PTR(-ENOMEM));
+}
+
+/* Hand-checked buckets at full resolution. */
+static void krping_test_export_known(struct kunit *test)
+{
+	static const u64 in[] = { 1000, 0, 1, 127, 128, 255, 256, 257, 1003,
+				  1000, 1004, U64_MAX, 1ULL << 63 };
+	static const struct krping_lat_bucket want[] = {
+		{ 0, 0, 1 }, { 1, 1, 1 }, { 127, 127, 1 }, { 128, 128, 1 },
+		{ 255, 255, 1 }, { 256, 257, 2 }, { 1000, 1003, 3 },
+		{ 1004, 1007, 1 },
+		{ 1ULL << 63, (1ULL << 63) + (1ULL << 56) - 1, 1 },
+		{ U64_MAX - ((1ULL << 56) - 1), U64_MAX, 1 },
+	};
+	struct krping_lat *lat = krping_test_lat(test);
+	struct krping_lat_buckets *out;
+	unsigned int i;
+
+	krping_test_add_all(lat, in, ARRAY_SIZE(in));
+	out = krping_lat_export(lat, SIZE_MAX, GFP_KERNEL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR_OR_NULL(out));
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test,
+							krping_test_buckets_free,
+							out), 0);
+	KUNIT_EXPECT_EQ(test, out->merge_bits, 0);
+	KUNIT_ASSERT_EQ(test, out->nr, ARRAY_SIZE(want));
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		KUNIT_EXPECT_EQ_MSG(test, out->b[i].low_ns, want[i].low_ns,
+				    "bucket %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, out->b[i].high_ns, want[i].high_ns,
+				    "bucket %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, out->b[i].count, want[i].count,
+				    "bucket %u", i);
+	}
+	/* the longest line there can be */
+	{
+		struct krping_lat_bucket b = { 1ULL << 63, U64_MAX, U64_MAX };
+
+		KUNIT_EXPECT_EQ(test, krping_lat_bucket_len(&b), 62);
+		KUNIT_EXPECT_EQ(test, krping_test_text_len(&b, 1), 62);
+	}
+}
+
+/*
+ * 20000 samples, log-uniform over [0, 2^40) (past KRPING_LAT_EXACT, so
+ * the exact samples are in the histogram once like the others), exported
+ * into ever smaller budgets: the level grows, never past one bucket per
+ * power of two, and a budget below that level's text is -E2BIG.
+ */
+static void krping_test_export_budgets(struct kunit *test)
+{
+	static const size_t budget[] = { SIZE_MAX, PAGE_SIZE - 1, 3596, 2000,
+					 800, 300, 10 };
+	const size_t n = 20000;
+	u64 *v = krping_test_array(test, n);
+	u64 state = 99;
+	int m, last = 0;
+	size_t i, j;
+
+	for (j = 0; j < ARRAY_SIZE(budget); j++) {
+		state = 99;
+		for (i = 0; i < n; i++) {
+			u64 r = krping_test_rnd(&state);
+
+			v[i] = r >> (24 + krping_test_below(&state, 40));
+		}
+		m = krping_test_export(test, v, n, budget[j]);
+		if (m < 0) {
+			KUNIT_EXPECT_LT(test, budget[j], 3596);
+			continue;
+		}
+		KUNIT_EXPECT_GE(test, m, last);
+		last = m;
+	}
+	KUNIT_EXPECT_GT(test, last, 0);
+}
+
+/*
+ * One sample in every bucket of the histogram: full resolution takes
+ * 7424 lines; a page, or 3596 characters (what 58 lines of one bucket
+ * per power of two take at most), needs merged buckets and gets them.
+ */
+static void krping_test_export_every_bucket(struct kunit *test)
+{
+	const size_t n = KRPING_LAT_BUCKETS;
+	u64 *v = krping_test_array(test, n);
+	size_t i = 0;
+	unsigned int e, j;
+
+	for (j = 0; j < 128; j++)
+		v[i++] = j;
+	for (e = 7; e < 64; e++)
+		for (j = 0; j < 128; j++)
+			v[i++] = (u64)(128 + j) << (e - 7);
+	KUNIT_ASSERT_EQ(test, i, n);
+	KUNIT_EXPECT_EQ(test, krping_test_export(test, v, n, SIZE_MAX), 0);
+	KUNIT_EXPECT_GT(test, krping_test_export(test, v, n, 3596), 0);
+	KUNIT_EXPECT_GT(test, krping_test_export(test, v, n, PAGE_SIZE - 1),
+			0);
+}
+
 static struct kunit_case krping_latency_test_cases[] = {
 	KUNIT_CASE(krping_test_empty),
 	KUNIT_CASE(krping_test_free_twice),
@@ -788,6 +1011,10 @@ static struct kunit_case krping_latency_test_cases[] = {
 	KUNIT_CASE_PARAM(krping_test_order, krping_order_gen_params),
 	KUNIT_CASE(krping_test_buckets),
 	KUNIT_CASE(krping_test_wide),
+	KUNIT_CASE(krping_test_export_empty),
+	KUNIT_CASE(krping_test_export_known),
+	KUNIT_CASE(krping_test_export_budgets),
+	KUNIT_CASE(krping_test_export_every_bucket),
 	{}
 };
 

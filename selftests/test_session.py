@@ -40,9 +40,10 @@ def test_attribute_files(pool):
     assert sorted(os.listdir(s.cfg)) == sorted(krping.ALL_ATTRS)
     assert sorted(os.listdir(s.sys)) == sorted(["state", "error", "device",
                                                 "reset", "stats", "latency",
-                                                "bandwidth"])
+                                                "bandwidth", "progress"])
     assert sorted(os.listdir(s.sys / "stats")) == sorted(krping.STATS)
-    assert sorted(os.listdir(s.sys / "latency")) == sorted(krping.LATENCY)
+    assert sorted(os.listdir(s.sys / "latency")) == \
+        sorted(krping.LATENCY_FILES)
     assert sorted(os.listdir(s.sys / "bandwidth")) == sorted(krping.BANDWIDTH)
 
 

@@ -338,7 +338,7 @@ class Session:
         (stats, latency, bandwidth)."""
         d = self.sys / directory
         return {f.name: int(read_text(f)) for f in d.iterdir()
-                if f.is_file()}
+                if f.is_file() and f.name not in NOT_INTS}
 
     def describe(self):
         """One line for failure messages."""
@@ -952,6 +952,10 @@ LATENCY = ("samples", "min_ns", "max_ns", "mean_ns", "p50_ns", "p99_ns",
            "p999_ns", "stdev_ns")
 BANDWIDTH = ("bytes", "duration_ns", "mbytes_per_sec", "msgs_per_sec")
 PROGRESS = ("iterations", "bytes", "samples", "elapsed_ns")
+# latency/ also has the histogram, a table rather than one number
+HISTOGRAM = "histogram"
+LATENCY_FILES = LATENCY + (HISTOGRAM,)
+NOT_INTS = (HISTOGRAM,)
 BENCH_TESTS = ("wlat", "rlat", "bw", "fr", "slat", "sbw")
 MB = 1 << 20            # mbytes_per_sec counts MB of 2^20 bytes, as perftest
 # 16-byte SENDs (and RECVs) of each side around a benchmark: its buffer's
@@ -975,6 +979,39 @@ def session_progress(s):
     """{name: int} of /sys/kernel/krping/<name>/progress/."""
     values = s.read_ints("progress")
     return {k: values[k] for k in PROGRESS}
+
+
+def session_histogram(s):
+    """latency/histogram as [(low_ns, high_ns, count)], ascending."""
+    if isinstance(s, RemoteSession):
+        text = s.remote.cmd(f"cat {s.sys}/latency/{HISTOGRAM}").stdout
+    else:
+        text = read_text(s.sys / "latency" / HISTOGRAM)
+    return [tuple(int(x) for x in line.split())
+            for line in text.splitlines()]
+
+
+def histogram_problems(hist, lat):
+    """What is wrong with a histogram against its latency/ figures: the
+    counts add up to the samples, the buckets ascend without overlapping,
+    the first holds min_ns and the last max_ns."""
+    bad = []
+    if sum(c for _, _, c in hist) != lat["samples"]:
+        bad.append(f"counts add up to {sum(c for _, _, c in hist)}, "
+                   f"not {lat['samples']} samples")
+    for i, (low, high, count) in enumerate(hist):
+        if not low <= high or count < 1:
+            bad.append(f"bucket {i} {(low, high, count)}")
+        if i and low <= hist[i - 1][1]:
+            bad.append(f"bucket {i} {(low, high)} overlaps or precedes "
+                       f"{hist[i - 1][:2]}")
+    if hist and not hist[0][0] <= lat["min_ns"] <= hist[0][1]:
+        bad.append(f"min_ns {lat['min_ns']} not in the first bucket "
+                   f"{hist[0][:2]}")
+    if hist and not hist[-1][0] <= lat["max_ns"] <= hist[-1][1]:
+        bad.append(f"max_ns {lat['max_ns']} not in the last bucket "
+                   f"{hist[-1][:2]}")
+    return bad
 
 
 def session_reset(s, value=1):

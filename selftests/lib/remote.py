@@ -120,6 +120,8 @@ class SshRemote:
         values = {}
         for line in out.splitlines():
             name, _, value = line.partition(":")
+            if name == "histogram":     # latency/: a table, not a number
+                continue
             values[name] = int(value)
         return values
 
