@@ -12,6 +12,7 @@
 #define KRPING_COMPAT_H
 
 #include <linux/kernel.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 /*
@@ -60,5 +61,18 @@ static inline void krping_compat_mark_name_assigned(struct ib_device *ibdev)
 	ib_mark_name_assigned_by_user(ibdev);
 #endif
 }
+
+/*
+ * A per-CPU workqueue says so with WQ_PERCPU since Linux 6.17
+ * ("workqueue: Add new WQ_PERCPU flag", in Debian's 6.12 too), as
+ * workqueues are to become unbound by default; 7.2 warns at
+ * alloc_workqueue() when neither WQ_PERCPU nor WQ_UNBOUND is given.
+ * Before, no flag meant per-CPU.
+ */
+#ifdef KRPING_HAVE_WQ_PERCPU
+#define KRPING_COMPAT_WQ_PERCPU WQ_PERCPU
+#else
+#define KRPING_COMPAT_WQ_PERCPU 0
+#endif
 
 #endif /* KRPING_COMPAT_H */
