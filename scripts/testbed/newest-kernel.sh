@@ -289,6 +289,7 @@ grep -q "gcc-$gcc_major\$" "$hdr/.kernelvariables" ||
 	tb_die "$hdr/.kernelvariables names no compiler that could be replaced"
 # The image ships no modules.dep.
 depmod -b "$root" "$rel"
+echo "$version" >"$tree/version"
 echo "$key" >"$tree/.complete"
 echo "$rel" >"$base/current"
 # Older kernels' trees and packages are dead weight now.
