@@ -259,7 +259,7 @@ fi
 kbuild=$(readlink -f "$hdr/scripts/..")
 unusable=()
 while IFS= read -r -d '' f; do
-	file -b "$f" | grep -q '^ELF' || continue
+	[[ $(head -c 4 "$f" | od -An -c | tr -d ' ') == '177ELF' ]] || continue
 	LC_ALL=C ldd "$f" 2>&1 | grep -q 'not found' || continue
 	rp=${f#"$kbuild"/}
 	case $rp in
