@@ -18,9 +18,10 @@
 #              unpacked in $KRPING_CACHE/newest, its kbuild tools rebuilt
 #              with the host's gcc; cached), the modules and siw built for
 #              it (W=1, warnings fail), then selftests/run_tests.sh in a VM
-#              of it, as the selftests stage  -> newest-kernel.tap,
+#              of it, as the selftests stage, and the pings, benchmarks and
+#              rping over siw                 -> newest-kernel.tap,
 #              newest-build.tap, newest-siw.tap, newest-selftests.tap,
-#              newest-selftests-dmesg.tap
+#              newest-selftests-siw.tap (+ the dmesg TAPs)
 #   two-host   the suite across two guests (vm-pair: rxe on a virtio-net
 #              link, ssh on a second one), Debian's 6.12 (A) and 6.1 (B),
 #              one vCPU each: ping with validation and every benchmark,
@@ -341,7 +342,9 @@ stage_two-host-ropcie-debug() {
 }
 stage_smoke() { vm_stage smoke "$SMOKE_KVER" selftests/smoke_ping.sh; }
 # Unstable's newest kernel, found at run time: prepared (cached), the
-# modules and siw built for it, and the selftests stage's suite on it.
+# modules and siw built for it, the selftests stage's suite on it, and
+# over siw (its image has none: build-siw.sh's) the files that reach the
+# device through krping's data path, a short run.
 stage_newest() {
 	local rel start rc=0
 	start=$(tb_now)
@@ -357,6 +360,12 @@ stage_newest() {
 		--timeout "$(vm_timeout selftests/run_tests.sh)" \
 		--dmesg-tap "$RESULTS/newest-selftests-dmesg.tap" -- \
 		selftests/run_tests.sh "${ONE_HOST[@]}" | tee "$RESULTS/newest-selftests.tap" || rc=1
+	[[ -f $KRPING_CACHE/ko/$rel/siw.ko ]] || return 1
+	"$TB_DIR/vm-run" --kver "$rel" --provider siw --out "$RESULTS/vm-newest-siw" \
+		--timeout "$(vm_timeout selftests/run_tests.sh)" \
+		--dmesg-tap "$RESULTS/newest-selftests-siw-dmesg.tap" -- \
+		selftests/run_tests.sh "${ONE_HOST[@]}" test_ping.py test_bench.py test_rping.py |
+		tee "$RESULTS/newest-selftests-siw.tap" || rc=1
 	return "$rc"
 }
 # The Debian package from make deb to dpkg --purge, on this host and in a
