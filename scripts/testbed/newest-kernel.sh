@@ -91,8 +91,16 @@ if ! apt-get -q "${APT_OPTS[@]}" update >"$base/apt-update.log" 2>&1; then
 fi
 step "lists of unstable updated from $mirror"
 
-# pkg_field PACKAGE FIELD: a field of the candidate version.
-pkg_field() { apt_cache show --no-all-versions "$1" 2>/dev/null | sed -n "s/^$2: //p" | head -n 1; }
+# pkg_fields PACKAGE...: "PACKAGE VERSION SIZE FILENAME" for the candidate
+# of each, one apt-cache call (each call reads the whole list).
+pkg_fields() {
+	local out
+	out=$(apt_cache show --no-all-versions "$@" 2>/dev/null) || true
+	awk '/^Package: / { p = $2 } /^Version: / { v = $2 } /^Size: / { s = $2 }
+		/^Filename: / { f = $2 }
+		/^$/ { if (p != "") print p, v, s, f; p = v = s = f = "" }
+		END { if (p != "") print p, v, s, f }' <<<"$out"
+}
 
 # The newest image: linux-image-<X.Y.Z...>-amd64 (or -amd64-unsigned),
 # not the cloud or rt flavour, nor the meta package or debug symbols.
@@ -101,9 +109,7 @@ img_pkg=$(apt_cache pkgnames linux-image- |
 [[ -n $img_pkg ]] || tb_die "no linux-image-*-amd64 in unstable"
 rel=${img_pkg#linux-image-}
 rel=${rel%-unsigned}
-version=$(pkg_field "$img_pkg" Version)
 series=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$rel")
-tb_log "newest kernel in unstable: $rel (package version $version)"
 
 # The packages: the image and the packages of this release it depends on
 # (newer images keep vmlinuz and the modules in linux-binary-* and
@@ -118,20 +124,24 @@ rel_deps() {
 }
 mapfile -t pkgs < <({ rel_deps "$img_pkg"; rel_deps "linux-headers-$rel"; } | sort -u)
 pkgs+=("linux-source-$series")
-src_version=$(pkg_field "linux-source-$series" Version)
-[[ $src_version == "$version" ]] ||
-	tb_die "linux-source-$series is ${src_version:-missing}, the image $version: no source for this kernel yet"
+declare -A pver psize pfile
+while read -r p v size f; do
+	pver[$p]=$v psize[$p]=$size pfile[$p]=$f
+done < <(pkg_fields "${pkgs[@]}")
+version=${pver[$img_pkg]:-}
+src_version=${pver[linux-source-$series]:-}
+tb_log "newest kernel in unstable: $rel (package version ${version:-unknown})"
+[[ -n $version && $src_version == "$version" ]] ||
+	tb_die "linux-source-$series is ${src_version:-missing}, the image ${version:-missing}: no source for this kernel yet"
 
 # --- downloads (cached by file name and size) --------------------------
 debs=()
 need=()
 for p in "${pkgs[@]}"; do
-	f=$(pkg_field "$p" Filename)
-	size=$(pkg_field "$p" Size)
-	[[ -n $f ]] || tb_die "package $p not in unstable"
-	f=$base/debs/${f##*/}
+	[[ -n ${pfile[$p]:-} ]] || tb_die "package $p not in unstable"
+	f=$base/debs/${pfile[$p]##*/}
 	debs+=("$f")
-	[[ -f $f && $(stat -c %s "$f") == "$size" ]] || need+=("$p")
+	[[ -f $f && $(stat -c %s "$f") == "${psize[$p]}" ]] || need+=("$p")
 done
 if ((${#need[@]})); then
 	(cd "$base/debs" && apt-get -q "${APT_OPTS[@]}" download "${need[@]}") >"$base/download.log" 2>&1 ||
@@ -164,17 +174,23 @@ unpack_key=$(printf '%s\n' "${debs[@]##*/}" | sha256sum | cut -c1-16)
 if [[ $(cat "$tree/.unpacked" 2>/dev/null) != "$unpack_key" ]]; then
 	rm -rf "$tree"
 	mkdir -p "$root" "$tree/src"
+	# The source (a tarball in a package) beside the rest: two cores.
+	pids=()
 	for f in "${debs[@]}"; do
 		case ${f##*/} in
 		linux-source-*)
-			tmp=$(mktemp -d "$tree/.deb.XXXXXX")
-			dpkg -x "$f" "$tmp"
-			tar -xJf "$tmp/usr/src/linux-source-$series.tar.xz" -C "$tree/src"
-			rm -rf "$tmp"
+			(
+				tmp=$(mktemp -d "$tree/.deb.XXXXXX")
+				dpkg -x "$f" "$tmp"
+				tar -xJf "$tmp/usr/src/linux-source-$series.tar.xz" -C "$tree/src"
+				rm -rf "$tmp"
+			) &
+			pids+=($!)
 			;;
 		*) dpkg -x "$f" "$root" ;;
 		esac
 	done
+	for p in "${pids[@]}"; do wait "$p" || tb_die "unpacking linux-source-$series failed"; done
 	[[ -f $hdr/.config && -d $src && -f $root/usr/lib/modules/$rel/vmlinuz ]] ||
 		tb_die "the packages of $rel lack the headers' .config, the source or vmlinuz"
 	# Tools that take a root (depmod -b, modinfo -b) look in <root>/lib.
@@ -218,6 +234,7 @@ awk 'FNR == 1 { f++ }
 toolchain_re='^CONFIG_((CC|GCC|AS|LD|PAHOLE|RUSTC|BINDGEN|TOOLCHAIN|OPENSSL)_[A-Z0-9_]*|RUST|RUST_[A-Z0-9_]*)$'
 declare -A entry=()
 accepted='RUST'
+mapfile -t kconfigs < <(find "$src" -name 'Kconfig*' -type f)
 while read -r sym; do
 	if [[ $sym =~ $toolchain_re ]]; then
 		accepted+="|${sym#CONFIG_}"
@@ -226,7 +243,7 @@ while read -r sym; do
 	# The dependencies in its Kconfig entry; one that probes the
 	# toolchain ($(cc-option,...), $(ld-option,...), ...) is the
 	# toolchain's too.
-	entry[$sym]=$(grep -rhs --include='Kconfig*' -A 15 -E "^(menu)?config ${sym#CONFIG_}\$" "$src" |
+	entry[$sym]=$(grep -hs -A 15 -E "^(menu)?config ${sym#CONFIG_}\$" "${kconfigs[@]}" |
 		sed '1d;/^\(menu\)\{0,1\}config \|^--$/,$d' |
 		sed -n 's/^[[:space:]]*\(depends on\|def_bool\) //p')
 	if grep -qE '[$][(](cc|ld|as|rustc)-(option|instr)|[$][(]success,' <<<"${entry[$sym]}"; then
@@ -260,7 +277,10 @@ kbuild=$(readlink -f "$hdr/scripts/..")
 unusable=()
 while IFS= read -r -d '' f; do
 	[[ $(head -c 4 "$f" | od -An -c | tr -d ' ') == '177ELF' ]] || continue
-	LC_ALL=C ldd "$f" 2>&1 | grep -q 'not found' || continue
+	# Not "ldd | grep -q": with pipefail, grep's early exit can make
+	# ldd's next write fail the pipeline.
+	deps=$(LC_ALL=C ldd "$f" 2>&1 || true)
+	[[ $deps == *'not found'* ]] || continue
 	rp=${f#"$kbuild"/}
 	case $rp in
 	scripts/mod/modpost.real-lsb-64) from=scripts/mod/modpost ;;
