@@ -22,6 +22,7 @@
 #   make deps             install the Debian packages the test bed needs
 #   make build            W=1 builds for 6.12 and 6.1 in $KRPING_CACHE
 #   make check            deps, builds, selftests (6.12 VM), smoke (6.1 VM),
+#                         the same selftests on unstable's newest kernel (newest),
 #                         the debug kernel (KASAN, lockdep, kmemleak) with
 #                         KUnit and the selftests over rxe and siw, the suite
 #                         across a 6.12 and a 6.1 guest over rxe (two-host)
@@ -54,7 +55,7 @@ KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
 KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
-CHECK_STAGES := deps build bed selftests smoke debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
+CHECK_STAGES := deps build bed selftests smoke newest debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
 	two-host two-host-rxe two-host-ropcie two-host-siw two-host-all two-host-ropcie-debug package
 
 # The modules a user loads (dkms.conf builds the same two).

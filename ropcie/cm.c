@@ -1031,7 +1031,7 @@ void ropcie_cm_close(struct ropcie_qp *qp)
 
 int ropcie_cm_init(void)
 {
-	ropcie_cm_wq = alloc_workqueue("ropcie_cm", 0, 0);
+	ropcie_cm_wq = alloc_workqueue("ropcie_cm", KRPING_COMPAT_WQ_PERCPU, 0);
 	return ropcie_cm_wq ? 0 : -ENOMEM;
 }
 

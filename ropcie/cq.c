@@ -35,7 +35,7 @@ static void ropcie_cq_irq_work(struct irq_work *work)
 }
 
 int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		     ROPCIE_CQ_ATTRS *attrs)
+		     KRPING_COMPAT_CQ_ATTRS *attrs)
 {
 	struct ropcie_dev *dev = to_rdev(ibcq->device);
 	struct ropcie_cq *cq = to_rcq(ibcq);

@@ -30,6 +30,7 @@
 #include <linux/sysfs.h>
 #include <asm/byteorder.h>
 
+#include "../compat/compat.h"
 #include "link.h"
 
 /*

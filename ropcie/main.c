@@ -363,9 +363,7 @@ static int ropcie_newlink(const char *name, struct net_device *netdev)
 	dev->netdev = netdev;
 	dev->port_state = netif_running(netdev) && netif_carrier_ok(netdev) ?
 			  IB_PORT_ACTIVE : IB_PORT_DOWN;
-#ifdef ROPCIE_HAVE_NAME_ASSIGNED
-	ib_mark_name_assigned_by_user(ibdev);
-#endif
+	krping_compat_mark_name_assigned(ibdev);
 	/* Linked before registering: a netdev event may find it at once. */
 	list_add_tail(&dev->list, &ropcie_devices);
 	mutex_unlock(&ropcie_devices_lock);

@@ -73,7 +73,9 @@ struct ib_mr *ropcie_get_dma_mr(struct ib_pd *pd, int access)
 }
 
 struct ib_mr *ropcie_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
-				 u64 virt, int access, struct ib_udata *udata)
+				 u64 virt, int access,
+				 KRPING_COMPAT_REG_USER_MR_DMAH
+				 struct ib_udata *udata)
 {
 	return ERR_PTR(-EOPNOTSUPP);	/* no user-space provider */
 }

@@ -26,6 +26,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
 
+#include "../compat/compat.h"
 #include "ring.h"
 #include "wire.h"
 
@@ -281,13 +282,6 @@ static inline struct ropcie_qp *to_rqp(struct ib_qp *qp)
 	return container_of(qp, struct ropcie_qp, ibqp);
 }
 
-/* Kbuild defines ROPCIE_CQ_ATTR_BUNDLE for kernels from 6.11 on. */
-#ifdef ROPCIE_CQ_ATTR_BUNDLE
-#define ROPCIE_CQ_ATTRS struct uverbs_attr_bundle
-#else
-#define ROPCIE_CQ_ATTRS struct ib_udata
-#endif
-
 /* Serialises QP peers and cm_ids of connections and the listener table. */
 extern spinlock_t ropcie_fabric_lock;
 
@@ -337,7 +331,7 @@ int ropcie_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata);
 
 /* cq.c */
 int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		     ROPCIE_CQ_ATTRS *attrs);
+		     KRPING_COMPAT_CQ_ATTRS *attrs);
 int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int ropcie_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
@@ -350,7 +344,9 @@ int ropcie_cq_signal(struct ropcie_cq *cq, unsigned long todo, bool defer);
 /* mr.c */
 struct ib_mr *ropcie_get_dma_mr(struct ib_pd *pd, int access);
 struct ib_mr *ropcie_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
-				 u64 virt, int access, struct ib_udata *udata);
+				 u64 virt, int access,
+				 KRPING_COMPAT_REG_USER_MR_DMAH
+				 struct ib_udata *udata);
 struct ib_mr *ropcie_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 			      u32 max_num_sg);
 int ropcie_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,

@@ -6,7 +6,8 @@
 # leaves it out (Debian's amd64 images set no CONFIG_RDMA_SIW), so that
 # iWARP runs between two stock kernels. It is built from that kernel's own
 # source, Debian's linux-source-<series> of the same package version as
-# the image, against the image's headers, with the siw fixes the debug
+# the image (for unstable's newest kernel, the source newest-kernel.sh
+# unpacked beside it), against the image's headers, with the siw fixes the debug
 # kernel carries (scripts/testbed/patches/*.patch that touch only
 # drivers/infiniband/sw/siw/: without 0001 about one ping in thirty hangs):
 # the code the image would carry with CONFIG_RDMA_SIW=m plus those fixes,
@@ -52,16 +53,25 @@ for want in "$@"; do
 		continue
 	fi
 	pub=$KRPING_CACHE/ko/$kver/siw.ko
-	config=/usr/src/linux-headers-$kver/.config
+	kdir=$(tb_kdir "$kver")
+	kroot=$(tb_kroot "$kver")
+	config=$kdir/.config
 	if grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
 		rm -f "$pub"
 		out+="ok $n siw for $kver # SKIP the kernel has its own"$'\n'
 		continue
 	fi
 	series=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$kver")
-	image_v=$(pkg_version "linux-image-$kver")
-	source_v=$(pkg_version "linux-source-$series")
-	tarball=/usr/src/linux-source-$series.tar.xz
+	if [[ -n $kroot ]]; then
+		# newest-kernel.sh checked that the two are of one version.
+		image_v=$(cat "${kroot%/root}/version" 2>/dev/null || true)
+		source_v=$image_v
+		tarball=${kroot%/root}/src/linux-source-$series
+	else
+		image_v=$(pkg_version "linux-image-$kver")
+		source_v=$(pkg_version "linux-source-$series")
+		tarball=/usr/src/linux-source-$series.tar.xz
+	fi
 	why=
 	if [[ -z $source_v || ! -r $tarball ]]; then
 		why="linux-source-$series is not installed"
@@ -94,13 +104,17 @@ for want in "$@"; do
 	mkdir -p "$dir"
 	rc=0
 	(
-		tar -xJf "$tarball" -C "$dir" --strip-components=5 \
-			"linux-source-$series/${SIW_PATH%/}" &&
+		if [[ -d $tarball ]]; then
+			cp -r "$tarball/$SIW_PATH." "$dir"
+		else
+			tar -xJf "$tarball" -C "$dir" --strip-components=5 \
+				"linux-source-$series/${SIW_PATH%/}"
+		fi &&
 			for p in "${siw_patches[@]}"; do
 				echo "patch: ${p##*/}"
 				patch -d "$dir" -p5 --forward --batch <"$p" || exit 1
 			done &&
-			make -C "/usr/src/linux-headers-$kver" M="$dir" CONFIG_RDMA_SIW=m \
+			make -C "$kdir" M="$dir" CONFIG_RDMA_SIW=m \
 				-j"$(nproc)" modules &&
 			strip --strip-debug "$dir/siw.ko" &&
 			[[ $(modinfo -F vermagic "$dir/siw.ko") == "$kver "* ]]

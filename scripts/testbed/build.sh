@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # Usage: scripts/testbed/build.sh [--tap FILE] SERIES|RELEASE...
-# Build rdma_krping.ko with W=1 for each kernel (e.g. 6.12 6.1) in
+# Build rdma_krping.ko with W=1 for each kernel (e.g. 6.12 6.1, or newest:
+# unstable's newest kernel as newest-kernel.sh prepared it) in
 #   $KRPING_CACHE/build/<release>/
 # and publish it as $KRPING_CACHE/ko/<release>/rdma_krping.ko (the default
 # module of vm-run; removed when the build fails, so no test runs a stale
@@ -48,6 +49,7 @@ for want in "$@"; do
 		failed=1
 		continue
 	fi
+	kdir=$(tb_kdir "$kver")
 	dir=$KRPING_CACHE/build/$kver
 	log=$KRPING_CACHE/build/$kver.log
 	pub=$KRPING_CACHE/ko/$kver/rdma_krping.ko
@@ -60,11 +62,11 @@ for want in "$@"; do
 	copy_sources "$dir"
 	rc=0
 	kunit=()
-	if grep -q '^CONFIG_KUNIT=y' "/usr/src/linux-headers-$kver/.config" 2>/dev/null; then
+	if grep -q '^CONFIG_KUNIT=y' "$kdir/.config" 2>/dev/null; then
 		kunit=(CONFIG_KRPING_OPTIONS_KUNIT_TEST=m CONFIG_KRPING_LATENCY_KUNIT_TEST=m
 			CONFIG_ROPCIE_RING_KUNIT_TEST=m CONFIG_ROPCIE_WIRE_KUNIT_TEST=m)
 	fi
-	make -C "/usr/src/linux-headers-$kver" M="$dir" CONFIG_RDMA_KRPING=m \
+	make -C "$kdir" M="$dir" CONFIG_RDMA_KRPING=m \
 		CONFIG_ROPCIE=m CONFIG_ROPCIE_TEST=m "${kunit[@]}" \
 		W=1 -j"$(nproc)" modules >"$log" 2>&1 || rc=$?
 	warnings=$(grep -i 'warning:' "$log" | grep -vF "$NOT_A_WARNING" || true)

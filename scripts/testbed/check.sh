@@ -14,6 +14,14 @@
 #                                                 selftests-<kver>-dmesg.tap
 #   smoke      selftests/smoke_ping.sh in a 6.1 VM  -> smoke-<kver>.tap,
 #                                                 smoke-<kver>-dmesg.tap
+#   newest     unstable's newest kernel (newest-kernel.sh: found with apt,
+#              unpacked in $KRPING_CACHE/newest, its kbuild tools rebuilt
+#              with the host's gcc; cached), the modules and siw built for
+#              it (W=1, warnings fail), then selftests/run_tests.sh in a VM
+#              of it, as the selftests stage, and the pings, benchmarks and
+#              rping over siw                 -> newest-kernel.tap,
+#              newest-build.tap, newest-siw.tap, newest-selftests.tap,
+#              newest-selftests-siw.tap (+ the dmesg TAPs)
 #   two-host   the suite across two guests (vm-pair: rxe on a virtio-net
 #              link, ssh on a second one), Debian's 6.12 (A) and 6.1 (B),
 #              one vCPU each: ping with validation and every benchmark,
@@ -90,8 +98,8 @@ set -euo pipefail
 # package comes last: it installs into the host's /lib/modules, so it
 # runs when the lane beside two-host-ropcie is free (and is ready only
 # then: its NEEDS), away from the stages that load modules by hand.
-ALL=(deps build debug-kernel bed debug-rxe debug-kunit debug-siw selftests smoke two-host
-	two-host-rxe two-host-ropcie two-host-siw package)
+ALL=(deps build debug-kernel bed debug-rxe debug-kunit debug-siw selftests smoke newest
+	two-host two-host-rxe two-host-ropcie two-host-siw package)
 KNOWN=("${ALL[@]}" kunit kcsan two-host-all two-host-ropcie-debug)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
@@ -333,6 +341,33 @@ stage_two-host-ropcie-debug() {
 		test_ping.py test_pci_link.py test_ropcie_link.py -k "$TWO_HOST_ROPCIE_DEBUG_K"
 }
 stage_smoke() { vm_stage smoke "$SMOKE_KVER" selftests/smoke_ping.sh; }
+# Unstable's newest kernel, found at run time: prepared (cached), the
+# modules and siw built for it, the selftests stage's suite on it, and
+# over siw (its image has none: build-siw.sh's) the files that reach the
+# device through krping's data path, a short run.
+stage_newest() {
+	local rel start rc=0
+	start=$(tb_now)
+	if ! rel=$(nice -n 10 "$TB_DIR/newest-kernel.sh"); then
+		printf 'TAP version 13\n1..1\nnot ok 1 newest kernel of unstable\n' >"$RESULTS/newest-kernel.tap"
+		return 1
+	fi
+	printf 'TAP version 13\n1..1\nok 1 newest kernel of unstable: %s, ready in %s s\n' \
+		"$rel" "$(tb_elapsed "$start")" >"$RESULTS/newest-kernel.tap"
+	"$TB_DIR/build.sh" --tap "$RESULTS/newest-build.tap" "$rel" || return 1
+	"$TB_DIR/build-siw.sh" --tap "$RESULTS/newest-siw.tap" "$rel" || rc=1
+	"$TB_DIR/vm-run" --kver "$rel" --out "$RESULTS/vm-newest" \
+		--timeout "$(vm_timeout selftests/run_tests.sh)" \
+		--dmesg-tap "$RESULTS/newest-selftests-dmesg.tap" -- \
+		selftests/run_tests.sh "${ONE_HOST[@]}" | tee "$RESULTS/newest-selftests.tap" || rc=1
+	[[ -f $KRPING_CACHE/ko/$rel/siw.ko ]] || return 1
+	"$TB_DIR/vm-run" --kver "$rel" --provider siw --out "$RESULTS/vm-newest-siw" \
+		--timeout "$(vm_timeout selftests/run_tests.sh)" \
+		--dmesg-tap "$RESULTS/newest-selftests-siw-dmesg.tap" -- \
+		selftests/run_tests.sh "${ONE_HOST[@]}" test_ping.py test_bench.py test_rping.py |
+		tee "$RESULTS/newest-selftests-siw.tap" || rc=1
+	return "$rc"
+}
 # The Debian package from make deb to dpkg --purge, on this host and in a
 # 6.12 guest (package-test.sh). It installs into the host's /usr and
 # /lib/modules for its few minutes, and purges whatever happens.
@@ -461,7 +496,7 @@ stage_kcsan() {
 # other).
 declare -A NEEDS=(
 	[build]=deps [kunit]=deps [debug-kernel]=deps [bed]=deps
-	[selftests]=build [smoke]=build [two-host]="build debug-kernel"
+	[selftests]=build [smoke]=build [newest]="build debug-kernel" [two-host]="build debug-kernel"
 	[two-host-rxe]="build debug-kernel" [two-host-siw]="build debug-kernel two-host"
 	[two-host-ropcie]="build debug-kernel two-host-rxe"
 	[two-host-all]=build [two-host-ropcie-debug]=deps [package]="deps two-host-siw"

@@ -16,6 +16,11 @@ PKGS=(
 	# KUnit on UML builds from the kernel source.
 	linux-source-6.12 flex bison bc libelf-dev libssl-dev xz-utils
 	make gcc libc6-dev
+	# Unstable's newest kernel (newest-kernel.sh): its kbuild programs
+	# are rebuilt here (the above, and pahole, whose version its config
+	# records); apt-get download and dpkg -x fetch it, nothing of
+	# unstable is installed.
+	pahole
 	# VM: emulator, initramfs pieces, module tools.
 	qemu-system-x86 busybox-static kmod cpio initramfs-tools
 	# The guest uses the host's userland over 9p.

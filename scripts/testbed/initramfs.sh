@@ -14,7 +14,7 @@ set -euo pipefail
 
 [[ $# -eq 1 ]] || { echo "usage: $0 RELEASE" >&2; exit 2; }
 kver=$1
-moddir=/lib/modules/$kver
+moddir=$(tb_kmoddir "$kver")
 [[ -f $moddir/modules.dep ]] || tb_die "$moddir/modules.dep missing (install linux-image-$kver)"
 BUSYBOX=/bin/busybox
 file_is_static() { ! LC_ALL=C ldd "$1" >/dev/null 2>&1; }

@@ -24,10 +24,25 @@ tb_die() { tb_log "error: $*"; exit 1; }
 # series (e.g. 6.12 -> 6.12.117+deb12-amd64) that has modules, headers and
 # a bootable image. The series "debug" and "kcsan" are the test bed's own
 # debug kernels (6.12.<n>-kdebug and 6.12.<n>-kcsan, see debug-kernel.sh),
-# never picked for "6.12". A full release name is checked and echoed back.
+# never picked for "6.12"; "newest" is unstable's newest kernel as
+# newest-kernel.sh last prepared it in its tree (see tb_kroot). A full
+# release name is checked and echoed back.
 # Versions move with every Debian point release, so never hard-code them.
 tb_kver() {
 	local want=$1 dir rel best=
+	if [[ $want == newest ]]; then
+		rel=$(cat "$KRPING_CACHE/newest/current" 2>/dev/null || true)
+		if [[ -z $rel || -z $(tb_kroot "$rel") ]]; then
+			tb_log "no newest kernel prepared (run scripts/testbed/newest-kernel.sh)"
+			return 1
+		fi
+		printf '%s\n' "$rel"
+		return 0
+	fi
+	if [[ ! -d /lib/modules/$want && -n $(tb_kroot "$want") ]]; then
+		printf '%s\n' "$want"
+		return 0
+	fi
 	for dir in /lib/modules/*/; do
 		rel=$(basename "$dir")
 		case "$want:$rel" in
@@ -46,6 +61,38 @@ tb_kver() {
 		return 1
 	}
 	printf '%s\n' "$best"
+}
+
+# tb_kroot RELEASE: the root of the files of a kernel that is not
+# installed on the host but unpacked in a tree of its own (unstable's
+# newest, newest-kernel.sh: <root>/usr/lib/modules/<release> with its
+# vmlinuz, <root>/usr/src/linux-headers-<release>); nothing for a kernel
+# installed in /lib/modules, /boot and /usr/src.
+tb_kroot() {
+	local tree=$KRPING_CACHE/newest/$1
+	[[ -n $1 && $1 != */* && -f $tree/.complete && -d $tree/root/usr/lib/modules/$1 ]] || return 0
+	printf '%s\n' "$tree/root"
+}
+# tb_kdir RELEASE: its kbuild dir. tb_kmoddir RELEASE: its modules.
+# tb_kimage RELEASE: its bootable image.
+tb_kdir() { printf '%s/usr/src/linux-headers-%s\n' "$(tb_kroot "$1")" "$1"; }
+tb_kmoddir() {
+	local root
+	root=$(tb_kroot "$1")
+	if [[ -n $root ]]; then
+		printf '%s/usr/lib/modules/%s\n' "$root" "$1"
+	else
+		printf '/lib/modules/%s\n' "$1"
+	fi
+}
+tb_kimage() {
+	local root
+	root=$(tb_kroot "$1")
+	if [[ -n $root ]]; then
+		printf '%s/usr/lib/modules/%s/vmlinuz\n' "$root" "$1"
+	else
+		printf '/boot/vmlinuz-%s\n' "$1"
+	fi
 }
 
 # tb_now: seconds since the epoch with a fraction, for stage timings.
