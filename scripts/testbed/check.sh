@@ -342,9 +342,9 @@ stage_two-host-ropcie-debug() {
 }
 stage_smoke() { vm_stage smoke "$SMOKE_KVER" selftests/smoke_ping.sh; }
 # Unstable's newest kernel, found at run time: prepared (cached), the
-# modules and siw built for it, the selftests stage's suite on it, and
-# over siw (its image has none: build-siw.sh's) the files that reach the
-# device through krping's data path, a short run.
+# modules built for it, the selftests stage's suite on it; with
+# KRPING_NEWEST_SIW=1 also siw built for it and the files that reach the
+# device through krping's data path over siw.
 stage_newest() {
 	local rel start rc=0
 	start=$(tb_now)
@@ -355,12 +355,14 @@ stage_newest() {
 	printf 'TAP version 13\n1..1\nok 1 newest kernel of unstable: %s, ready in %s s\n' \
 		"$rel" "$(tb_elapsed "$start")" >"$RESULTS/newest-kernel.tap"
 	"$TB_DIR/build.sh" --tap "$RESULTS/newest-build.tap" "$rel" || return 1
-	"$TB_DIR/build-siw.sh" --tap "$RESULTS/newest-siw.tap" "$rel" || rc=1
 	"$TB_DIR/vm-run" --kver "$rel" --out "$RESULTS/vm-newest" \
 		--timeout "$(vm_timeout selftests/run_tests.sh)" \
 		--dmesg-tap "$RESULTS/newest-selftests-dmesg.tap" -- \
 		selftests/run_tests.sh "${ONE_HOST[@]}" | tee "$RESULTS/newest-selftests.tap" || rc=1
-	[[ -f $KRPING_CACHE/ko/$rel/siw.ko ]] || return 1
+	# Over siw (its image has none: build-siw.sh's) only when asked for
+	# (KRPING_NEWEST_SIW=1): make check's budget has no room for it yet.
+	[[ ${KRPING_NEWEST_SIW:-0} == 1 ]] || return "$rc"
+	"$TB_DIR/build-siw.sh" --tap "$RESULTS/newest-siw.tap" "$rel" || return 1
 	"$TB_DIR/vm-run" --kver "$rel" --provider siw --out "$RESULTS/vm-newest-siw" \
 		--timeout "$(vm_timeout selftests/run_tests.sh)" \
 		--dmesg-tap "$RESULTS/newest-selftests-siw-dmesg.tap" -- \
