@@ -22,7 +22,6 @@
 #   make deps             install the Debian packages the test bed needs
 #   make build            W=1 builds for 6.12 and 6.1 in $KRPING_CACHE
 #   make check            deps, builds, selftests (6.12 VM), smoke (6.1 VM),
-#                         the same selftests on unstable's newest kernel (newest),
 #                         the debug kernel (KASAN, lockdep, kmemleak) with
 #                         KUnit and the selftests over rxe and siw, the suite
 #                         across a 6.12 and a 6.1 guest over rxe (two-host)

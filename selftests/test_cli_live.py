@@ -71,7 +71,7 @@ def test_interval_lines(name):
     the seconds grow, the iterations never fall, the rates agree with
     the counts; no progress bar when stderr is not a terminal."""
     cp = cli("pair", *common(count=0), "--test", "bw", "--size", 4096,
-             "--duration", 2, "--interval", 0.4, "--name", name, check=0)
+             "--duration", 3, "--interval", 1, "--name", name, check=0)
     rows = interval_rows(cp.stdout)
     assert len(rows) >= 2, cp.stdout
     for (s0, i0, _, _, _), (s1, i1, rate, mbs, _) in zip(rows, rows[1:]):
@@ -79,8 +79,12 @@ def test_interval_lines(name):
         # the seconds are printed to the millisecond
         assert rate == pytest.approx((i1 - i0) / (s1 - s0), rel=0.02,
                                      abs=0.1), rows
-        assert mbs == pytest.approx(rate * 4096 / (1 << 20), rel=0.01,
-                                    abs=0.01), rows
+        # MB/s comes from progress/bytes, read a little after
+        # progress/iterations (the files are no snapshot; under TCG up to
+        # some 10 ms, 2 % of a 0.4 s interval, seen in a check): over
+        # a second that is within 3 %, and MB is 2^20 bytes (10^6 would
+        # be 4.9 % more)
+        assert mbs == pytest.approx(rate * 4096 / (1 << 20), rel=0.03), rows
     assert BW_HEAD in cp.stdout.splitlines(), cp.stdout
     assert "\r[" not in cp.stderr, cp.stderr
 
