@@ -18,8 +18,6 @@ merging of buckets that keeps the file within a page is KUnit's part).
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -27,12 +25,10 @@ from lib import krping
 from lib.krping import (bench_latency_samples, histogram_problems, run_pair,
                         session_histogram, session_latency, session_reset,
                         start_running)
+from test_cli import PY, TOOL, valid, validator  # noqa: F401 (fixture)
 
 COUNT = 20
 SIZE = 64
-TOOL = Path(__file__).resolve().parent.parent / "tools" / "krping"
-SCHEMA = TOOL.parent.parent / "Documentation" / "krping-results.schema.json"
-PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
 def check_side(s, test, role, count):
@@ -112,22 +108,6 @@ def name():
             if p.name.startswith(prefix)]
     for n in left:
         os.rmdir(krping.CONFIGFS / n)
-
-
-@pytest.fixture(scope="module")
-def validator():
-    jsonschema = pytest.importorskip(
-        "jsonschema", reason="no python3-jsonschema (scripts/testbed/deps.sh "
-        "installs it)")
-    schema = json.loads(SCHEMA.read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
-
-
-def valid(validator, doc):
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-              for e in validator.iter_errors(doc)]
-    assert errors == [], doc
 
 
 def bars(text):
