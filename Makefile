@@ -21,7 +21,8 @@
 #   make clean            remove in-place build products, results/ and the .deb
 #   make deps             install the Debian packages the test bed needs
 #   make build            W=1 builds for 6.12 and 6.1 in $KRPING_CACHE
-#   make check            deps, builds, selftests (6.12 VM), smoke (6.1 VM),
+#   make check            deps, builds, the selftests in a VM of each kernel
+#                         (6.12, 6.1, unstable's newest: newest),
 #                         the debug kernel (KASAN, lockdep, kmemleak) with
 #                         KUnit and the selftests over rxe and siw, the suite
 #                         across a 6.12 and a 6.1 guest over rxe (two-host)
@@ -29,12 +30,13 @@
 #                         (two-host-siw) and ropcie's PCI link (two-host-ropcie),
 #                         the Debian package (package), stages overlapping;
 #                         summary, last line "N passed, N failed, ..."
-#   make check-STAGE      one stage of check (deps build bed selftests smoke
-#                         debug-kernel debug-kunit debug-rxe debug-siw
+#   make check-STAGE      one stage of check (deps build bed selftests
+#                         selftests-6.1 newest debug-kernel debug-kunit debug-rxe debug-siw
 #                         two-host two-host-rxe two-host-ropcie two-host-siw), or
 #                         package: the .deb installed on the host, DKMS builds,
 #                         modprobe and a ping in a 6.12 guest, purge, or
 #                         kunit: the KUnit suites on UML (not in check), or
+#                         smoke: a short ping in a 6.1 VM (not in check), or
 #                         kcsan: the selftests on a KCSAN kernel (not in check), or
 #                         two-host-all: every two-host test across two 6.12 guests (not in check), or
 #                         two-host-ropcie-debug: the PCI link's hostile-input tests
@@ -54,7 +56,7 @@ KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
 KVER ?= 6.12
 CMD ?= sh -c 'uname -a; rdma link show'
 
-CHECK_STAGES := deps build bed selftests smoke newest debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
+CHECK_STAGES := deps build bed selftests selftests-6.1 smoke newest debug-kernel debug-kunit debug-rxe debug-siw kunit kcsan \
 	two-host two-host-rxe two-host-ropcie two-host-siw two-host-all two-host-ropcie-debug package
 
 # The modules a user loads (dkms.conf builds the same two).

@@ -51,9 +51,10 @@
 
 /*
  * ib_mark_name_assigned_by_user(): a device whose name the user chose
- * (rdma link add NAME) says so, so that the core keeps the name; new
- * between 6.1 and 6.12 (the device's name_assign_type, reported to
- * user space over netlink). Without it there is nothing to mark.
+ * (rdma link add NAME) says so, and netlink reports it, so that udev's
+ * rdma_rename leaves the name alone; since Linux 6.11 ("RDMA/core:
+ * Introduce "name_assign_type" for an IB device"). Before, there is
+ * nothing to mark.
  */
 static inline void krping_compat_mark_name_assigned(struct ib_device *ibdev)
 {

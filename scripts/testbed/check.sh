@@ -10,16 +10,18 @@
 #                Debian's linux-source (build-siw.sh) -> build-siw.tap
 #   bed        the test bed's own tools tested on the host: ivshmem-server
 #              (scripts/testbed/tests; real QEMU, stopped)  -> bed.tap
-#   selftests  selftests/run_tests.sh in a 6.12 VM  -> selftests-<kver>.tap,
-#                                                 selftests-<kver>-dmesg.tap
-#   smoke      selftests/smoke_ping.sh in a 6.1 VM  -> smoke-<kver>.tap,
-#                                                 smoke-<kver>-dmesg.tap
+#   selftests  selftests/run_tests.sh in a 6.12 VM  -> selftests-6.12.tap,
+#                                                 selftests-6.12-dmesg.tap
+#   selftests-6.1  the same in a 6.1 VM          -> selftests-6.1.tap,
+#                                                 selftests-6.1-dmesg.tap
+#   smoke      (only when named) selftests/smoke_ping.sh in a 6.1 VM
+#                                              -> smoke-6.1.tap (+ -dmesg)
 #   newest     unstable's newest kernel (newest-kernel.sh: found with apt,
 #              unpacked in $KRPING_CACHE/newest, its kbuild tools rebuilt
 #              with the host's gcc; cached), the modules and siw built for
 #              it (W=1, warnings fail), then selftests/run_tests.sh in a VM
-#              of it, as the selftests stage, and the pings, benchmarks and
-#              rping over siw                 -> newest-kernel.tap,
+#              of it, as the selftests stage; with KRPING_NEWEST_SIW=1 also
+#              the pings, benchmarks and rping over siw -> newest-kernel.tap,
 #              newest-build.tap, newest-siw.tap, newest-selftests.tap,
 #              newest-selftests-siw.tap (+ the dmesg TAPs)
 #   two-host   the suite across two guests (vm-pair: rxe on a virtio-net
@@ -31,8 +33,8 @@
 #                                    two-host-remote-dmesg.tap
 #   two-host-rxe  RoCE across two 6.12 guests (rxe, two vCPUs each):
 #              ping at every size and memory mode, every benchmark, rping
-#              and perftest both ways, a power cut under wlat, rlat and fr,
-#              5 % loss    -> two-host-rxe.tap (+ the dmesg TAPs)
+#              both ways, a power cut under rlat, 5 % loss under rlat
+#                          -> two-host-rxe.tap (+ the dmesg TAPs)
 #   two-host-siw  iWARP across two 6.12 guests (siw, two vCPUs each):
 #              ping at every size and memory mode, every benchmark, rping
 #              and perftest both ways -> two-host-siw.tap (+ the dmesg TAPs)
@@ -49,14 +51,15 @@
 #   debug-kunit   the KUnit modules loaded in a debug-kernel VM (2 CPUs)
 #                                              -> debug-kunit.tap (+ -dmesg)
 #   debug-rxe  selftests/run_tests.sh on the debug kernel over rxe, but
-#              the tests marked stock_only and the sessions' allocation-
-#              failure walks, then kmemleak scans and module unload
-#                                             -> debug-rxe.tap (+ -dmesg)
-#   debug-siw  the same over siw (iWARP), without the files that never
-#              reach an RDMA device and test_ropcie.py (ropcie brings its
-#              own device; debug-rxe ran them all), with the sessions'
-#              allocation-failure walks (test_alloc_faults.py), not
-#              ropcie's or the module loads' (debug-rxe ran them)
+#              the tests marked stock_only, the sessions' allocation-
+#              failure walks and the device-reaching files debug-siw
+#              runs (DEBUG_SIW_ONLY), then kmemleak scans and module
+#              unload                         -> debug-rxe.tap (+ -dmesg)
+#   debug-siw  the device-reaching files over siw (iWARP): each such file
+#              runs on the debug kernel over one of the two providers
+#              (DEBUG_SIW_ONLY here, the rest in debug-rxe), with the
+#              sessions' allocation-failure walks (test_alloc_faults.py),
+#              not ropcie's or the module loads' (debug-rxe ran them)
 #                                             -> debug-siw.tap
 #   kunit      (only when named) scripts/kunit.sh --tap (UML) -> kunit.tap
 #   package    package-test.sh (after two-host-siw): the
@@ -83,6 +86,7 @@
 #   KRPING_VM_TIMEOUT (default: selftests/settings timeout= + 300 s),
 #   KRPING_KUNIT_TIMEOUT (default 2400 s),
 #   KRPING_SELFTESTS_KVER (default 6.12), KRPING_SMOKE_KVER (default 6.1),
+#   KRPING_NEWEST_SIW (1: newest also runs over siw),
 #   KRPING_BUILD_KVERS (default "6.12 6.1"),
 #   KRPING_DEBUG_VM_TIMEOUT (default 2400 s per debug-kernel VM),
 #   KRPING_CHECK_JOBS (stages at once, default 2),
@@ -98,13 +102,12 @@ set -euo pipefail
 # package comes last: it installs into the host's /lib/modules, so it
 # runs when the lane beside two-host-ropcie is free (and is ready only
 # then: its NEEDS), away from the stages that load modules by hand.
-# newest (unstable's newest kernel) runs only when asked for (make
-# check-newest): with it the whole check measured 46.5 minutes warm,
-# over the 40-minute budget (35.3 without it), until it is measured
-# again, warm and cold, within the budget.
-ALL=(deps build debug-kernel bed debug-rxe debug-kunit debug-siw selftests smoke
-	two-host two-host-rxe two-host-ropcie two-host-siw package)
-KNOWN=("${ALL[@]}" newest kunit kcsan two-host-all two-host-ropcie-debug)
+# The full one-host suite runs on each kernel of the matrix: selftests
+# (Debian 12's 6.12), selftests-6.1 (Debian 12's 6.1) and newest
+# (unstable's newest kernel, found at run time).
+ALL=(deps build debug-kernel bed debug-rxe debug-kunit debug-siw selftests
+	selftests-6.1 newest two-host two-host-rxe two-host-ropcie two-host-siw package)
+KNOWN=("${ALL[@]}" smoke kunit kcsan two-host-all two-host-ropcie-debug)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
 SMOKE_KVER=${KRPING_SMOKE_KVER:-6.1}
@@ -217,6 +220,8 @@ stage_bed() {
 
 ONE_HOST=(-m "not two_host")
 stage_selftests() { vm_stage selftests "$SELFTESTS_KVER" selftests/run_tests.sh "${ONE_HOST[@]}"; }
+# The same on Debian 12's other kernel (its files selftests-6.1*).
+stage_selftests-6.1() { vm_stage selftests 6.1 selftests/run_tests.sh "${ONE_HOST[@]}"; }
 
 # pair_stage STAGE LOCAL-SERIES REMOTE-SERIES VM-PAIR-ARGS... -- TESTS...:
 # the selftests marked either or two_host, across two guests.
@@ -290,16 +295,15 @@ stage_two-host-ropcie() {
 # message), READ with invalidate, with validation; rping both ways (each
 # side in each role); the other sizes, every benchmark's counters and
 # perftest (ib_write_bw) are the cross-kernel stage's;
-# then a power cut under each benchmark the cross-kernel stage does not
-# cut (wlat, rlat, fr) and 5 % loss under rlat, whose lost READ
-# responses rxe must ask for again. No carrier loss here: on 6.12 it
+# then a power cut under rlat (the cross-kernel stage cuts ping and bw;
+# a READ's requester waits for its response, not for an ACK) and 5 %
+# loss under rlat, whose lost READ responses rxe must ask for again. No carrier loss here: on 6.12 it
 # takes rxe into its failing error path (see testing.rst "The crash
 # that kept it out of make check"); the cross-kernel stage takes 6.1's.
 TWO_HOST_RXE_K="(test_ping and not lkey and not variants and not validate and not server_inv"
 TWO_HOST_RXE_K+=" and not concurrent and (1048576-dma or (max_size and reg) or read_inv))"
 TWO_HOST_RXE_K+=" or (test_rping_remote and 65535-reg)"
-TWO_HOST_RXE_K+=" or mid_run[wlat-remote-server] or mid_run[rlat-remote-client]"
-TWO_HOST_RXE_K+=" or mid_run[fr-remote-server] or loss5-rlat"
+TWO_HOST_RXE_K+=" or mid_run[rlat-remote-client] or loss5-rlat"
 stage_two-host-rxe() {
 	pair_stage two-host-rxe 6.12 6.12 --provider rxe -- \
 		test_ping.py test_bench.py test_rping_remote.py test_perftest_remote.py \
@@ -307,15 +311,20 @@ stage_two-host-rxe() {
 }
 # iWARP across two hosts: siw between two 6.12 guests with two vCPUs
 # each (the rxe stage has one), each side in each role: test_ping at 1 B,
-# 4 KiB, 64 KiB and 1 MiB (both memory modes among them) with and without
+# 64 KiB and 1 MiB (both memory modes among them) with and without
 # validation, READ with invalidate, the largest size siw refuses, every
-# benchmark with exact counters, rping, ib_write_bw and ib_read_lat both
+# benchmark with exact counters (ping, rlat, bw and slat with the server
+# there, wlat, fr and sbw with the client there, so that each kernel
+# serves and connects), rping, ib_write_bw and ib_read_lat both
 # ways. (The option
 # variants are krping's own logic: the single host runs them over siw.) The faults are rxe's stage: on iWARP a
 # lost peer is TCP's to notice (minutes of retransmission).
 TWO_HOST_SIW_K="(test_ping and not lkey and not concurrent and not variants and not server_inv"
-TWO_HOST_SIW_K+=" and (1-reg or 4096-dma or 65536-reg or 1048576-dma or max_size or read_inv"
-TWO_HOST_SIW_K+=" or without_validate)) or (test_bench_completes and reg)"
+TWO_HOST_SIW_K+=" and (1-reg or 65536-reg or 1048576-dma or max_size or read_inv"
+TWO_HOST_SIW_K+=" or without_validate)) or (test_bench_completes and reg and"
+TWO_HOST_SIW_K+=" (remote-server-ping or remote-server-rlat or remote-server-bw"
+TWO_HOST_SIW_K+=" or remote-server-slat or remote-client-wlat or remote-client-fr"
+TWO_HOST_SIW_K+=" or remote-client-sbw))"
 TWO_HOST_SIW_K+=" or (test_rping_remote and 65535-reg)"
 TWO_HOST_SIW_K+=" or (test_perftest_remote and (ib_write_bw or ib_read_lat))"
 stage_two-host-siw() {
@@ -422,23 +431,26 @@ stage_debug-kunit() {
 # is covered here by a representative, KUnit (debug-kunit) or another
 # test; the selftests stage runs them all.
 DEBUG_PYTEST=(-m "not stock_only and not two_host")
-# Over siw, the files that reach an RDMA device. The configfs-only ones
-# ran on this kernel in debug-rxe, and test_ropcie.py brings its own
-# device.
+# Each file that reaches an RDMA device runs on this kernel over one
+# provider: krping's paths in it are the same over either, and the
+# stock kernels run them all over rxe (two-host-siw over siw). Over siw
+# (debug-siw) the benchmarks, rping, IPv6 and the histogram, whose
+# iWARP connection setup and READ rules differ most from RoCE's; pings,
+# faults and timeouts over both. The rest over rxe (debug-rxe): the
+# configfs-only files, test_ropcie.py and test_ulp.py (they bring their
+# own device), the lifecycle, the CLI and the module loads.
+DEBUG_SIW_ONLY=(test_bench.py test_rping.py test_ipv6.py test_histogram.py)
 DEBUG_SIW_SKIP=(test_ropcie.py test_ulp.py test_abuse_writes.py test_options.py
-	test_session.py test_random_ops.py test_bad_input.py)
+	test_session.py test_random_ops.py test_bad_input.py test_lifecycle.py
+	test_cli.py test_module.py)
 # The allocation-failure walk (test_alloc_faults.py) runs once: the
 # sessions' walks over siw, and ropcie's and the module loads', which
 # bring their own device, in debug-rxe, so that the two stages beside each
 # other end at about the same time (debug-siw is followed by two-host).
 ALLOC_SESSIONS=test_alloc_faults.py::test_session_allocations
-# Warm-up, timed runs and progress/ are the engine's, the same over any
-# device: they run over rxe in selftests and over siw in debug-siw.
-DEBUG_RXE_SKIP=(test_bench.py::test_bench_warmup test_bench.py::test_bench_timed
-	test_bench.py::test_progress_while_running)
 stage_debug-rxe() {
 	debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
-		--deselect "$ALLOC_SESSIONS" "${DEBUG_RXE_SKIP[@]/#/--deselect=}"
+		--deselect "$ALLOC_SESSIONS" "${DEBUG_SIW_ONLY[@]/#/--ignore=}"
 }
 stage_debug-siw() {
 	debug_vm debug-siw --provider siw -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
@@ -502,7 +514,8 @@ stage_kcsan() {
 # other).
 declare -A NEEDS=(
 	[build]=deps [kunit]=deps [debug-kernel]=deps [bed]=deps
-	[selftests]=build [smoke]=build [newest]="build debug-kernel" [two-host]="build debug-kernel"
+	[selftests]=build [selftests-6.1]=build [smoke]=build [newest]="build debug-kernel"
+	[two-host]="build debug-kernel"
 	[two-host-rxe]="build debug-kernel" [two-host-siw]="build debug-kernel two-host"
 	[two-host-ropcie]="build debug-kernel two-host-rxe"
 	[two-host-all]=build [two-host-ropcie-debug]=deps [package]="deps two-host-siw"
