@@ -29,6 +29,8 @@ import subprocess
 import time
 import uuid
 
+from lib import remote as remote_host
+
 CTL_ENV = "KRPING_BED_CTL"
 SLOW = "1" in (os.environ.get("KRPING_SLOW", "0"),
                os.environ.get("KRPING_REMOTE_SLOW", "0"))
@@ -112,8 +114,10 @@ def drop_ssh_master():
 
     After a power cut its connection is dead (ssh would notice only after
     its keepalives), and a B booted again is a new sshd: the next ssh
-    must make a new connection.
+    must make a new connection. The remote shells of lib/remote.py
+    that ran over it go too.
     """
+    remote_host.close_all()
     subprocess.run(["ssh", "-O", "exit", remote()], stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=30, check=False)

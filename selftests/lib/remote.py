@@ -9,9 +9,14 @@ our own runs on the remote host, which needs sshd, a POSIX shell with
 coreutils, configfs mounted and rdma_krping loaded; nothing of this
 repository has to be there.
 
-Each cmd() is one ssh invocation. Keep them cheap with connection
-sharing in the ssh configuration of the user running the tests (the test
-bed writes one):
+cmd() runs its command in a subshell of one remote `sh` that the
+SshRemote keeps open over one ssh (RemoteShell): a command costs a fork
+there, not a new ssh client here. Under TCG an ssh client costs about
+half a second to start, and a two-host test runs a dozen commands, so
+that was most of such a test's time. A command with input, or one issued
+while another thread's command runs, takes its own ssh as before. Keep
+those cheap with connection sharing in the ssh configuration of the user
+running the tests (the test bed writes one):
 
     Host hostb
         ControlMaster auto
@@ -19,13 +24,19 @@ bed writes one):
         ControlPersist 60
 
 ssh runs with BatchMode=yes: a host that asks for a password fails at
-once instead of hanging the suite.
+once instead of hanging the suite. After the remote host lost its power
+or booted again, close_all() drops the open shells (lib/bed.py does).
 """
 
 import errno
 import os
+import secrets
+import selectors
 import shlex
 import subprocess
+import threading
+import time
+import weakref
 
 # Remote shells report a failed write as "...: write error: <strerror>".
 _ERRNO_OF = {os.strerror(e): e for e in errno.errorcode}
@@ -48,6 +59,102 @@ def errno_of(stderr):
     return _ERRNO_OF.get(text, errno.EIO)
 
 
+# Every RemoteShell still open, for close_all().
+_shells = weakref.WeakSet()
+
+
+def close_all():
+    """Close every open RemoteShell: after a power cut or a boot of the
+    remote host their ssh connections are dead or lead to a shell that
+    is gone. The next command opens a new one."""
+    for shell in list(_shells):
+        shell.close()
+
+
+class RemoteShell:
+    """One remote `sh` over one ssh, fed one command after the other.
+
+    Each command runs as `( eval 'COMMAND' ) </dev/null` there, so that
+    its exit, cd, variables or syntax errors stay in its subshell; a
+    line with a random mark and the status ends its stdout, another mark
+    its stderr.
+    """
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        for f in (self.proc.stdout, self.proc.stderr):
+            os.set_blocking(f.fileno(), False)
+        _shells.add(self)
+
+    @property
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def close(self):
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        _shells.discard(self)
+        try:
+            proc.kill()
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+    def run(self, command, timeout):
+        """(returncode, stdout, stderr) of command; returncode None when
+        the shell ended before the command did (ssh failed or the host
+        went), TimeoutError after timeout s. Either closes the shell."""
+        mark = secrets.token_hex(12)
+        script = (f"( eval {shlex.quote(command)}\n) </dev/null; "
+                  f"printf '\\n{mark} %d\\n' $?; printf '\\n{mark}\\n' >&2\n")
+        out_end = f"\n{mark} ".encode()
+        err_end = f"\n{mark}\n".encode()
+        bufs = {self.proc.stdout: bytearray(), self.proc.stderr: bytearray()}
+        try:
+            self.proc.stdin.write(script.encode())
+            self.proc.stdin.flush()
+        except OSError:
+            self.close()
+            return None, "", "the remote shell is gone"
+        deadline = time.monotonic() + timeout
+        done = {self.proc.stdout: False, self.proc.stderr: False}
+        with selectors.DefaultSelector() as sel:
+            for f in bufs:
+                sel.register(f, selectors.EVENT_READ)
+            while not all(done.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.close()
+                    raise TimeoutError
+                for key, _ in sel.select(left):
+                    chunk = os.read(key.fileobj.fileno(), 65536)
+                    if not chunk:
+                        err = bytes(bufs[self.proc.stderr])
+                        self.close()
+                        return None, "", err.decode(errors="replace")
+                    buf = bufs[key.fileobj]
+                    buf += chunk
+                    if key.fileobj is self.proc.stdout:
+                        i = buf.find(out_end)
+                        done[key.fileobj] = i >= 0 and buf.endswith(b"\n")
+                    else:
+                        done[key.fileobj] = buf.endswith(err_end)
+        out = bytes(bufs[self.proc.stdout])
+        i = out.find(out_end)
+        rc = int(out[i + len(out_end):].strip())
+        err = bytes(bufs[self.proc.stderr])[:-len(err_end)]
+        return (rc, out[:i].decode(errors="replace"),
+                err.decode(errors="replace"))
+
+
 class SshRemote:
     """A host reached with `ssh [options] destination command`."""
 
@@ -59,6 +166,8 @@ class SshRemote:
         if not self.args:
             raise ValueError("REMOTE_ARGS is empty")
         self.timeout = timeout
+        self._shell = None
+        self._shell_lock = threading.Lock()
 
     def __repr__(self):
         return f"SshRemote({' '.join(self.args)!r})"
@@ -74,6 +183,38 @@ class SshRemote:
         itself (exit 255) always raises.
         """
         timeout = self.timeout if timeout is None else timeout
+        if input is None and self._shell_lock.acquire(blocking=False):
+            try:
+                cp = self._shell_cmd(command, timeout)
+            finally:
+                self._shell_lock.release()
+        else:
+            cp = self._ssh_cmd(command, timeout, input)
+        if cp.returncode == self.SSH_FAILED:
+            raise RemoteError(f"{self}: ssh failed: {cp.stderr.strip()}",
+                              cp.returncode, cp.stderr)
+        if check and cp.returncode:
+            raise RemoteError(f"{self}: {command!r} exited {cp.returncode}:"
+                              f" {cp.stdout.strip()} {cp.stderr.strip()}",
+                              cp.returncode, cp.stderr)
+        return cp
+
+    def _shell_cmd(self, command, timeout):
+        """command in the open RemoteShell (opened first if need be)."""
+        if self._shell is None or not self._shell.alive:
+            self._shell = RemoteShell(self.argv("exec sh"))
+        argv = self.argv(command)
+        try:
+            rc, out, err = self._shell.run(command, timeout)
+        except TimeoutError:
+            raise RemoteError(f"{self}: {command!r} still running after "
+                              f"{timeout:g}s") from None
+        if rc is None:
+            return subprocess.CompletedProcess(argv, self.SSH_FAILED, out, err)
+        return subprocess.CompletedProcess(argv, rc, out, err)
+
+    def _ssh_cmd(self, command, timeout, input):
+        """command in an ssh of its own."""
         try:
             cp = subprocess.run(self.argv(command), capture_output=True,
                                 text=True, timeout=timeout, input=input,
@@ -82,13 +223,6 @@ class SshRemote:
         except subprocess.TimeoutExpired:
             raise RemoteError(f"{self}: {command!r} still running after "
                               f"{timeout:g}s") from None
-        if cp.returncode == self.SSH_FAILED:
-            raise RemoteError(f"{self}: ssh failed: {cp.stderr.strip()}",
-                              cp.returncode, cp.stderr)
-        if check and cp.returncode:
-            raise RemoteError(f"{self}: {command!r} exited {cp.returncode}:"
-                              f" {cp.stdout.strip()} {cp.stderr.strip()}",
-                              cp.returncode, cp.stderr)
         return cp
 
     def popen(self, command):
