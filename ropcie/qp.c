@@ -335,30 +335,35 @@ static void ropcie_sq_reap(struct ropcie_qp *qp)
 	}
 }
 
+/* What ropcie_sq_post() did with a send queue entry. */
+enum ropcie_sq_verdict {
+	ROPCIE_SQ_POSTED,	/* handed to the transport: go on */
+	ROPCIE_SQ_WAIT,		/* must wait for the posted ones' answers */
+	ROPCIE_SQ_RUN,		/* to be run now by ropcie_sq_execute() */
+};
+
 /*
  * Send @sqe without waiting, if the transport can and the SQ allows:
- * WRITEs only, behind nothing but posted WRITEs. Return: true when it
- * was posted, or when it must wait for the posted ones to be answered
- * (*@wait set); false to run it now with ropcie_sq_execute().
+ * WRITEs only, behind nothing but posted WRITEs.
  */
-static bool ropcie_sq_post(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
-			   bool *wait)
+static enum ropcie_sq_verdict ropcie_sq_post(struct ropcie_qp *qp,
+					     struct ropcie_sqe *sqe)
 {
 	u64 t_run = sqe->t_post ? ktime_get_ns() : 0;
 	int ret = ropcie_request_post(qp, sqe, true);
 
-	*wait = false;
 	if (!ret) {
 		if (t_run) {
 			ropcie_prof_add(ROPCIE_PROF_QUEUE, t_run - sqe->t_post);
 			ropcie_prof_count(false);
 		}
 		qp->sq_posted++;
-		return true;
+		return ROPCIE_SQ_POSTED;
 	}
 	/* In order: nothing runs past a posted WRITE. */
-	*wait = ret == -EBUSY || qp->sq_posted;
-	return *wait;
+	if (ret == -EBUSY || qp->sq_posted)
+		return ROPCIE_SQ_WAIT;
+	return ROPCIE_SQ_RUN;
 }
 
 /* Consume what can be consumed now, as the SQ's owner. */
@@ -368,7 +373,7 @@ static void __ropcie_qp_process(struct ropcie_qp *qp)
 
 	for (;;) {
 		enum ib_qp_state state;
-		bool close, graceful, wait;
+		bool close, graceful;
 		struct ropcie_sqe *sqe;
 		unsigned long flags;
 
@@ -401,11 +406,15 @@ static void __ropcie_qp_process(struct ropcie_qp *qp)
 				return;
 			continue;
 		}
-		if (ropcie_sq_post(qp, sqe, &wait)) {
-			if (wait)
-				return;
-		} else if (!ropcie_sq_execute(qp, sqe, false)) {
+		switch (ropcie_sq_post(qp, sqe)) {
+		case ROPCIE_SQ_POSTED:
+			break;
+		case ROPCIE_SQ_WAIT:
 			return;
+		case ROPCIE_SQ_RUN:
+			if (!ropcie_sq_execute(qp, sqe, false))
+				return;
+			break;
 		}
 		if (++budget % 64 == 0)
 			cond_resched();
