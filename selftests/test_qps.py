@@ -7,11 +7,13 @@ connection's own exact counters, latency/samples qps times those of one
 connection and bandwidth/bytes qps times its bytes; that qps=1 runs as
 before with one per_qp line; that the maximum (16) runs and 17 is
 refused; that a peer of another qps is refused (the client fails with
-ECONNREFUSED); and that start=0 and rmdir in the middle of a qps=4 run
-end within the bound of a single connection.
+ECONNREFUSED); that start=0 and rmdir in the middle of a qps=4 run
+end within the bound of a single connection; and that tools/krping's
+--qps runs them and reports per_qp in JSON valid against its schema.
 """
 
 import errno
+import json
 import time
 
 import pytest
@@ -21,6 +23,7 @@ from lib.krping import (bench_stats, bench_latency_samples,
                         bench_reports_bandwidth, latency_problems,
                         bandwidth_problems, run_pair, session_latency,
                         session_bandwidth, session_per_qp)
+from test_cli import cli, common, valid, name, validator  # noqa: F401
 
 COUNT = 10
 QPS = 4
@@ -199,3 +202,28 @@ def test_qps_stop_mid_run(pool, test, side, how):
         assert bandwidth_problems(session_bandwidth(s), SIZE[test]) == []
     took = peer.remove()
     assert took <= STOP_LIMIT, f"rmdir of the peer took {took:.2f}s"
+
+
+def test_cli_qps(name, validator):
+    """krping pair --qps 4: the table's figures are the sums, per_qp in
+    the JSON (valid against the schema) and after the table."""
+    cp = cli("pair", *common(count=COUNT), "--test", "bw", "--size", 4096,
+             "--qps", QPS, "--json", "--both", "--name", name, check=0)
+    doc = json.loads(cp.stdout)
+    valid(validator, doc)
+    run = doc["results"][0]
+    assert run["ok"], cp.stderr
+    for role, side in run["sides"].items():
+        assert side["state"] == "done", side
+        one = bench_stats("bw", role, COUNT, 4096)
+        assert [{k: r[k] for k in krping.STATS} for r in side["per_qp"]] == \
+            [one] * QPS, side
+        assert [r["qp"] for r in side["per_qp"]] == list(range(QPS))
+        assert side["stats"] == {k: QPS * v for k, v in one.items()}, side
+    cli_side = run["sides"]["client"]
+    assert cli_side["bandwidth"]["bytes"] == QPS * COUNT * 4096, cli_side
+    cp = cli("pair", *common(count=COUNT), "--test", "bw", "--size", 4096,
+             "--qps", QPS, "--name", name + "t", check=0)
+    assert cp.returncode == 0, cp.stderr
+    assert "per QP, 4096 bytes, client" in cp.stdout, cp.stdout
+    assert cp.stdout.count(f"iterations {COUNT}") == QPS, cp.stdout
