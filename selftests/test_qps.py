@@ -107,7 +107,10 @@ def test_qps_max(pool):
     qps_pair(pool, "bw", qps=MAX_QPS, count=4)
 
 
+@krping.STOCK_ONLY
 def test_qps_range(pool):
+    """The attribute's range through configfs and the option string (the
+    parser's own cases run in KUnit)."""
     s = pool.session("q")
     assert s.get("qps") == "1"
     assert s.try_set("qps", str(MAX_QPS)) == 0
@@ -204,6 +207,7 @@ def test_qps_stop_mid_run(pool, test, side, how):
     assert took <= STOP_LIMIT, f"rmdir of the peer took {took:.2f}s"
 
 
+@krping.STOCK_ONLY
 def test_cli_qps(name, validator):
     """krping pair --qps 4: the table's figures are the sums, per_qp in
     the JSON (valid against the schema) and after the table."""
