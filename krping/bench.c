@@ -143,6 +143,8 @@ int krping_bench(struct krping_run *run)
 					o->test == KRPING_TEST_SBW);
 
 	ret = krping_bench_setup(run);
+	if (!ret)
+		ret = krping_group_barrier(run);
 	if (ret)
 		return ret;
 

@@ -1055,6 +1055,42 @@ int krping_accept(struct krping_run *run)
 	return ret;
 }
 
+/**
+ * krping_group_barrier() - wait until every run of the group is ready
+ * @run: a benchmark's run, set up (buffers exchanged, receives posted)
+ *
+ * A group's runs begin their tests together, as perftest's QPs do, so
+ * that the session's bandwidth (bytes over the first start to the last
+ * end) measures them side by side rather than one after another as
+ * they happened to connect. Each side waits for its own runs only: a
+ * run is set up once its peer has answered, whatever the peer's other
+ * runs do, so the two sides cannot wait for each other. Nothing is in
+ * flight meanwhile. A run alone does not wait.
+ *
+ * Return: 0, -EINTR when told to stop, or the run's error.
+ */
+int krping_group_barrier(struct krping_run *run)
+{
+	struct krping_group *grp = run->grp;
+	u32 i;
+	int ret;
+
+	if (!grp)
+		return 0;
+	if (atomic_inc_return(&grp->ready) == grp->n)
+		for (i = 0; i < grp->n; i++)
+			krping_wake(grp->runs[i]);
+	ret = wait_event_interruptible(run->wq,
+				       atomic_read(&grp->ready) == grp->n ||
+				       krping_broken(run) ||
+				       krping_should_stop(run));
+	if (atomic_read(&grp->ready) != grp->n || krping_told_to_stop(run))
+		return krping_wait_result(run, ret);
+	/* Its peer was not watched while it waited (krping_keepalive()). */
+	krping_heard(run);
+	return 0;
+}
+
 /*
  * The listener of a group (qps above 1). A connection request goes to
  * the run of the index its krping hello names, which accepts it in its

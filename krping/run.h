@@ -88,6 +88,8 @@ struct krping_run;
  *	connection request to the run of the index its hello names
  * @lock: serialises handing a connection to a run with the run closing
  * @running: runs connected so far (the session is running once all are)
+ * @ready: benchmarks: runs set up and waiting to begin their test
+ *	together (krping_group_barrier())
  * @done: runs ended so far
  * @error: the first error of a run (a negative errno), 0 if none
  * @stop: every run is to end now (an error, or the session was stopped)
@@ -102,6 +104,7 @@ struct krping_group {
 	struct rdma_cm_id *listen_id;
 	spinlock_t lock;	/* see the kernel-doc above */
 	atomic_t running;
+	atomic_t ready;
 	atomic_t done;
 	int error;
 	bool stop;
@@ -307,6 +310,7 @@ void krping_run_init(struct krping_run *run, struct krping_session *sess,
 		     const struct krping_options *opts);
 int krping_listen(struct krping_group *grp);
 void krping_group_fail(struct krping_group *grp, int err);
+int krping_group_barrier(struct krping_run *run);
 void krping_run_state(struct krping_run *run, int state);
 bool krping_should_stop(const struct krping_run *run);
 int krping_connect(struct krping_run *run);
