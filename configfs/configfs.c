@@ -107,6 +107,7 @@ KRPING_OPTION_ATTR(tos);
 KRPING_OPTION_ATTR(peer_timeout_ms);
 KRPING_OPTION_ATTR(duration_ms);
 KRPING_OPTION_ATTR(warmup);
+KRPING_OPTION_ATTR(qps);
 
 static ssize_t krping_options_show(struct config_item *item, char *page)
 {
@@ -168,6 +169,7 @@ static struct configfs_attribute *krping_session_attrs[] = {
 	&krping_attr_peer_timeout_ms,
 	&krping_attr_duration_ms,
 	&krping_attr_warmup,
+	&krping_attr_qps,
 	&krping_attr_options,
 	&krping_attr_start,
 	NULL,

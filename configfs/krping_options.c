@@ -61,7 +61,9 @@ enum krping_opt_type {
  * @names: the values of an ENUM, indexed by their enum value
  * @keyword: the legacy string shows this ENUM as its bare value, and
  *	leaves it out while it is index 0
- * @optional: the legacy string leaves this number out while it is 0
+ * @optional: the legacy string leaves this number out while it is
+ *	@omit
+ * @omit: see @optional
  */
 struct krping_opt {
 	const char *name;
@@ -72,6 +74,7 @@ struct krping_opt {
 	const char * const *names;
 	bool keyword;
 	bool optional;
+	u32 omit;
 };
 
 static const char * const krping_role_names[] = {
@@ -114,6 +117,7 @@ static_assert(KRPING_FIELD_IS(tos, u8));
 static_assert(KRPING_FIELD_IS(peer_timeout_ms, u32));
 static_assert(KRPING_FIELD_IS(duration_ms, u32));
 static_assert(KRPING_FIELD_IS(warmup, u32));
+static_assert(KRPING_FIELD_IS(qps, u32));
 static_assert(KRPING_FIELD_IS(validate, bool));
 static_assert(KRPING_FIELD_IS(verbose, bool));
 static_assert(KRPING_FIELD_IS(duplex, bool));
@@ -137,6 +141,13 @@ static_assert(sizeof(bool) == sizeof(u8));
 	{ .name = #_field, .type = KRPING_OPT_U32,			\
 	  .offset = offsetof(struct krping_options, _field),		\
 	  .max = (_max), .optional = true }
+
+/* A number the legacy string names only when it is not its default. */
+#define KRPING_NUM_DEFAULT(_field, _min, _max, _default)		\
+	{ .name = #_field, .type = KRPING_OPT_U32,			\
+	  .offset = offsetof(struct krping_options, _field),		\
+	  .min = (_min), .max = (_max), .optional = true,		\
+	  .omit = (_default) }
 
 #define KRPING_BOOL(_field)						\
 	{ .name = #_field, .type = KRPING_OPT_BOOL,			\
@@ -163,6 +174,7 @@ static const struct krping_opt krping_opts[] = {
 		   KRPING_MAX_PEER_TIMEOUT_MS),
 	KRPING_NUM_OPTIONAL(duration_ms, KRPING_MAX_DURATION_MS),
 	KRPING_NUM_OPTIONAL(warmup, U32_MAX),
+	KRPING_NUM_DEFAULT(qps, 1, KRPING_MAX_QPS, KRPING_DEFAULT_QPS),
 	KRPING_BOOL(validate),
 	KRPING_BOOL(verbose),
 	KRPING_BOOL(duplex),
@@ -459,7 +471,7 @@ static int krping_format_addr(const struct krping_options *opts, char *buf,
  * @opts: filled with the defaults: no role, no address, port 7174,
  *	count 0 (until stopped), size 64, test ping, mem_mode reg,
  *	txdepth 64, tos 0, peer_timeout_ms 30000, duration_ms 0, warmup 0,
- *	every flag off
+ *	qps 1, every flag off
  */
 void krping_options_init(struct krping_options *opts)
 {
@@ -474,6 +486,7 @@ void krping_options_init(struct krping_options *opts)
 	opts->txdepth = KRPING_DEFAULT_TXDEPTH;
 	opts->tos = KRPING_DEFAULT_TOS;
 	opts->peer_timeout_ms = KRPING_DEFAULT_PEER_TIMEOUT_MS;
+	opts->qps = KRPING_DEFAULT_QPS;
 }
 
 /**
@@ -682,7 +695,7 @@ int krping_options_parse(struct krping_options *opts, const char *str)
  * The fixed order is: the role keyword (client or server, left out while
  * unset), addr= (left out while unset), port=, count=, size=, test=,
  * mem_mode=, txdepth=, tos=, peer_timeout_ms=, duration_ms= and warmup=
- * (each left out while 0), then each boolean that is set, as a bare
+ * (each left out while 0), qps= (left out while 1), then each boolean that is set, as a bare
  * name, in the order validate, verbose, duplex, poll, server_inv,
  * local_dma_lkey, read_inv; then a newline. For example (one line):
  * "client,addr=10.9.0.1,port=9999,count=100,size=64,test=ping,
@@ -733,7 +746,7 @@ int krping_options_format(const struct krping_options *opts, char *buf,
 			break;
 		}
 		default:
-			if (o->optional && !val)
+			if (o->optional && val == o->omit)
 				continue;
 			len += scnprintf(buf + len, size - len, "%s%s=%u", sep,
 					 o->name, val);

@@ -49,6 +49,14 @@ enum krping_mem_mode {
 #define KRPING_MAX_SIZE		(4U << 20)	/* largest kmalloc on x86 */
 #define KRPING_MIN_TXDEPTH	4	/* ping chains INV + REG + op + SEND */
 #define KRPING_MAX_TXDEPTH	16384
+/*
+ * Connections (QPs) of one session. Each is a kthread with its own PD,
+ * CQ, QP and two buffers of up to KRPING_MAX_SIZE: 16 bound a session's
+ * buffers to 128 MiB, keep the threads within what a small host can
+ * schedule, and keep sysfs per_qp (a line per QP) within one page.
+ */
+#define KRPING_DEFAULT_QPS	1
+#define KRPING_MAX_QPS		16
 
 /* Longest canonical options string, terminating NUL included. */
 #define KRPING_OPTIONS_MAX	320
@@ -75,6 +83,9 @@ enum krping_mem_mode {
  *	server follows it. 0: count alone ends the run
  * @warmup: benchmarks: iterations run before the measured ones, counted
  *	in stats/ but not in latency/ or bandwidth/
+ * @qps: connections the session runs at once, each its own QP and
+ *	thread, 1..KRPING_MAX_QPS; above 1 the peer must be krping with the
+ *	same qps
  * @validate: compare the returned ping data with what was sent
  * @verbose: log each ping's data (dynamic debug)
  * @duplex: bidirectional bandwidth test (bw only)
@@ -97,6 +108,7 @@ struct krping_options {
 	u32 peer_timeout_ms;
 	u32 duration_ms;
 	u32 warmup;
+	u32 qps;
 	bool validate;
 	bool verbose;
 	bool duplex;

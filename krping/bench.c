@@ -143,6 +143,8 @@ int krping_bench(struct krping_run *run)
 					o->test == KRPING_TEST_SBW);
 
 	ret = krping_bench_setup(run);
+	if (!ret)
+		ret = krping_group_barrier(run);
 	if (ret)
 		return ret;
 
@@ -219,12 +221,24 @@ int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 	return ret;
 }
 
+/**
+ * krping_bench_started() - the run's measured part began at @now
+ * @run: the run
+ * @now: ktime_get_ns()
+ *
+ * progress/elapsed_ns counts from the first run of a group that began.
+ */
+void krping_bench_started(struct krping_run *run, u64 now)
+{
+	cmpxchg64(&run->sess->progress.start_ns, 0, now);
+}
+
 /* The measured part of the run begins now (progress/, a timed run's end). */
 static void krping_bench_measure(struct krping_run *run)
 {
 	u64 now = ktime_get_ns();
 
-	WRITE_ONCE(run->sess->progress.start_ns, now);
+	krping_bench_started(run, now);
 	if (run->timed && run->opts->role == KRPING_ROLE_CLIENT)
 		run->deadline_ns = now +
 				   (u64)run->opts->duration_ms * NSEC_PER_MSEC;

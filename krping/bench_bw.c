@@ -40,7 +40,7 @@ static u32 krping_bw_batch(const struct krping_run *run, u32 done)
 static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 	bool send = wc->opcode == IB_WC_SEND;
 	u32 done = run->rdma_count;
 	u32 n;
@@ -82,7 +82,7 @@ static bool krping_bw_signaled(const struct krping_run *run, u32 i)
 int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 {
 	const struct krping_options *o = run->opts;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 	u64 start = 0, done;
 	u32 i;
 	int ret = 0;
@@ -129,6 +129,7 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 		run->bw_msgs = done - run->warmup;
 		run->bw_bytes = run->bw_msgs * o->size;
 		run->bw_ns = ktime_get_ns() - start;
+		run->bw_start_ns = start;
 	}
 	atomic64_set(&st->iterations, done);
 	return ret;

@@ -62,7 +62,7 @@ static int krping_fr_post(struct krping_run *run, struct krping_mr *m)
 int krping_bench_fr(struct krping_run *run)
 {
 	const struct krping_options *o = run->opts;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 	u32 nmrs = clamp_t(u32, o->txdepth / 2, 1, KRPING_FR_MAX_MRS);
 	u32 i, batch, end, done = 0;
 	int ret;

@@ -76,7 +76,7 @@ static int krping_wlat_write(struct krping_run *run, u8 tag)
 int krping_bench_wlat(struct krping_run *run)
 {
 	bool client = run->opts->role == KRPING_ROLE_CLIENT;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 	u64 t_write = 0, now;
 	u32 i;
 	int ret;
@@ -124,7 +124,7 @@ int krping_bench_wlat(struct krping_run *run)
  */
 int krping_bench_rlat(struct krping_run *run)
 {
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 	u64 start, now;
 	bool more;
 	u32 i;

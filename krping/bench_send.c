@@ -48,7 +48,7 @@
 /* Count a data receive that completed; false if it failed the run. */
 static bool krping_data_recv_ok(struct krping_run *run, struct ib_wc *wc)
 {
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 
 	if (!krping_wc_ok(run, wc, "data RECV"))
 		return false;
@@ -71,7 +71,7 @@ static bool krping_data_recv_fin(struct krping_run *run, struct ib_wc *wc)
 {
 	if (!run->fin_empty || wc->status != IB_WC_SUCCESS || wc->byte_len)
 		return false;
-	atomic64_inc(&run->sess->stats.recv_msgs);
+	atomic64_inc(&run->stats->recv_msgs);
 	krping_heard(run);
 	krping_count_inc(&run->recv_count);
 	krping_count_inc(&run->data_count);
@@ -92,7 +92,7 @@ static void krping_data_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 static void krping_data_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 
 	if (!krping_wc_ok(run, wc, "data SEND"))
 		return;
@@ -136,7 +136,7 @@ static int krping_slat_send(struct krping_run *run)
 int krping_bench_slat(struct krping_run *run)
 {
 	bool client = run->opts->role == KRPING_ROLE_CLIENT;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 	u64 t_send = 0, now;
 	u32 i;
 	int ret;
@@ -301,7 +301,7 @@ static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	/* The server's measured part begins with the first measured SEND. */
 	if (i == run->warmup)
-		WRITE_ONCE(run->sess->progress.start_ns, ktime_get_ns());
+		krping_bench_started(run, ktime_get_ns());
 	krping_bench_progress(run, i, 1, wc->byte_len);
 	krping_count_inc(&run->data_count);
 	ret = krping_sbw_post_recvs(run);
@@ -354,7 +354,7 @@ int krping_sbw_wait_grant(struct krping_run *run, u64 sent)
 		}
 		wait_event_interruptible_hrtimeout(run->wq,
 						   atomic_read(&run->events) != seen ||
-						   kthread_should_stop(),
+						   krping_should_stop(run),
 						   ns_to_ktime(KRPING_GRANT_NAP_NS));
 	}
 }
@@ -406,7 +406,7 @@ int krping_bench_sbw(struct krping_run *run)
 	else
 		ret = krping_wait_count(run, &run->data_count, total);
 	/* The closing message counted in data_count too. */
-	atomic64_set(&run->sess->stats.iterations,
+	atomic64_set(&run->stats->iterations,
 		     krping_read_count(&run->data_count) -
 		     (krping_bench_peer_done(run) ? 1 : 0));
 	return ret;

@@ -60,15 +60,55 @@ static bool krping_broken(const struct krping_run *run)
 	       READ_ONCE(run->flushed);
 }
 
-static bool krping_told_to_stop(void)
+/**
+ * krping_should_stop() - is the run's thread to end?
+ * @run: the run
+ *
+ * Its thread was told to stop (start=0, rmdir), or, in a group, the
+ * session was stopped or another run failed (krping_group_stop()).
+ *
+ * Return: true if the run must end now.
+ */
+bool krping_should_stop(const struct krping_run *run)
 {
-	return kthread_should_stop() || signal_pending(current);
+	return kthread_should_stop() ||
+	       (run->grp && READ_ONCE(run->grp->stop));
+}
+
+/**
+ * krping_run_state() - the session's state, as far as this run knows it
+ * @run: the run
+ * @state: KRPING_STATE_CONNECTING or KRPING_STATE_RUNNING
+ *
+ * Alone, a run sets the session's state. In a group the state only moves
+ * forward: connecting once one run connects, running once every run is
+ * connected.
+ */
+void krping_run_state(struct krping_run *run, int state)
+{
+	struct krping_group *grp = run->grp;
+
+	if (!grp) {
+		krping_session_set_state(run->sess, state);
+		return;
+	}
+	if (state == KRPING_STATE_RUNNING) {
+		if (atomic_inc_return(&grp->running) == grp->n)
+			krping_session_set_state(run->sess, state);
+	} else if (READ_ONCE(run->sess->state) < state) {
+		krping_session_set_state(run->sess, state);
+	}
+}
+
+static bool krping_told_to_stop(const struct krping_run *run)
+{
+	return krping_should_stop(run) || signal_pending(current);
 }
 
 /* Why a wait ended without reaching its goal. */
 static int krping_wait_result(const struct krping_run *run, int wait_ret)
 {
-	if (wait_ret || krping_told_to_stop())
+	if (wait_ret || krping_told_to_stop(run))
 		return -EINTR;
 	if (READ_ONCE(run->error))
 		return READ_ONCE(run->error);
@@ -89,7 +129,7 @@ static int krping_wait_cm_verdict(struct krping_run *run)
 	ret = wait_event_interruptible_timeout(run->wq,
 					       READ_ONCE(run->error) ||
 					       READ_ONCE(run->disconnected) ||
-					       kthread_should_stop(),
+					       krping_should_stop(run),
 					       KRPING_FLUSH_TIMEOUT);
 	return ret < 0 ? ret : 0;
 }
@@ -107,7 +147,7 @@ static int krping_wait_cm(struct krping_run *run, int milestone)
 	ret = wait_event_interruptible_timeout(run->wq,
 					       test_bit(milestone, &run->cm_flags) ||
 					       krping_broken(run) ||
-					       kthread_should_stop(),
+					       krping_should_stop(run),
 					       timeout);
 	if (test_bit(milestone, &run->cm_flags)) {
 		/* What the handler stored before the bit, the hello. */
@@ -124,7 +164,7 @@ static int krping_wait_cm(struct krping_run *run, int milestone)
 	}
 	ret = ret < 0 ? ret : 0;
 	if (!ret && !READ_ONCE(run->error) && !READ_ONCE(run->disconnected) &&
-	    !krping_told_to_stop())
+	    !krping_told_to_stop(run))
 		ret = krping_wait_cm_verdict(run);
 	return krping_wait_result(run, ret);
 }
@@ -252,7 +292,7 @@ int krping_check(struct krping_run *run)
 {
 	if (run->poll)
 		ib_process_cq_direct(run->cq, -1);
-	if (krping_told_to_stop())
+	if (krping_told_to_stop(run))
 		return -EINTR;
 	if (krping_broken(run))
 		return krping_wait_result(run, 0);
@@ -282,7 +322,7 @@ static void krping_idle(struct krping_run *run, int seen,
 		timeout = clamp_t(long, (long)(deadline - jiffies), 1, timeout);
 	wait_event_interruptible_timeout(run->wq,
 					 atomic_read(&run->events) != seen ||
-					 kthread_should_stop(),
+					 krping_should_stop(run),
 					 timeout);
 }
 
@@ -322,7 +362,7 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 			ib_process_cq_direct(run->cq, -1);
 		if (krping_reached(counter, target))
 			return 0;
-		if (krping_told_to_stop())
+		if (krping_told_to_stop(run))
 			return -EINTR;
 		if (READ_ONCE(run->error) || READ_ONCE(run->flushed))
 			return krping_wait_result(run, 0);
@@ -361,9 +401,9 @@ int krping_wait_disconnect(struct krping_run *run, unsigned long timeout)
 
 	ret = wait_event_interruptible_timeout(run->wq,
 					       krping_broken(run) ||
-					       kthread_should_stop(),
+					       krping_should_stop(run),
 					       timeout);
-	if (ret < 0 || kthread_should_stop())
+	if (ret < 0 || krping_should_stop(run))
 		return -EINTR;
 	return READ_ONCE(run->error);
 }
@@ -377,6 +417,22 @@ static const struct krping_hello *krping_hello_of(const struct rdma_cm_event *ev
 	    hello->magic != cpu_to_be32(KRPING_HELLO_MAGIC))
 		return NULL;
 	return hello;
+}
+
+/* The qps a hello announces: 1 for none, or one that names none. */
+static u32 krping_hello_qps(const struct krping_hello *hello)
+{
+	u32 qps = hello ? FIELD_GET(KRPING_HELLO_QPS,
+				    be32_to_cpu(hello->flags)) : 0;
+
+	return qps ? qps : 1;
+}
+
+/* The hello flags that announce the run's qps and index. */
+static u32 krping_hello_group(const struct krping_run *run)
+{
+	return FIELD_PREP(KRPING_HELLO_QPS, run->opts->qps) |
+	       FIELD_PREP(KRPING_HELLO_INDEX, run->index);
 }
 
 static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
@@ -399,6 +455,9 @@ static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		if (READ_ONCE(run->child))
 			return -EBUSY;
 		hello = krping_hello_of(ev);
+		/* A client of another qps: see krping_listen_handler(). */
+		if (krping_hello_qps(hello) != 1)
+			return -EINVAL;
 		if (hello) {
 			run->peer_hello = true;
 			run->peer_count = be32_to_cpu(hello->count);
@@ -523,7 +582,7 @@ bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what)
 /* Count the closing SEND as sent, once: on its ACK or on the answer. */
 static void krping_count_fin(struct krping_run *run)
 {
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 
 	if (atomic_xchg(&run->fin_counted, 1))
 		return;
@@ -535,7 +594,7 @@ static void krping_count_fin(struct krping_run *run)
 static void krping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 
 	if (!krping_wc_ok(run, wc, "RECV"))
 		return;
@@ -581,7 +640,7 @@ static void krping_fin_done(struct ib_cq *cq, struct ib_wc *wc)
 static void krping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 
 	if (!krping_wc_ok(run, wc, "SEND"))
 		return;
@@ -595,7 +654,7 @@ static void krping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 static void krping_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 
 	if (!krping_wc_ok(run, wc, "RDMA"))
 		return;
@@ -923,7 +982,7 @@ int krping_connect(struct krping_run *run)
 	if (ret)
 		return ret;
 
-	krping_session_set_state(run->sess, KRPING_STATE_CONNECTING);
+	krping_run_state(run, KRPING_STATE_CONNECTING);
 	ret = krping_setup(run, run->cm_id);
 	if (!ret)
 		ret = krping_post_recv(run);
@@ -931,7 +990,7 @@ int krping_connect(struct krping_run *run)
 		return ret;
 
 	run->count = run->opts->count;
-	krping_conn_param(&param, &hello, 0, run->count);
+	krping_conn_param(&param, &hello, krping_hello_group(run), run->count);
 	ret = rdma_connect(run->cm_id, &param);
 	if (!ret)
 		ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
@@ -952,28 +1011,31 @@ int krping_accept(struct krping_run *run)
 	struct rdma_cm_id *child;
 	int ret;
 
-	krping_set_port(&src, run->opts->port);
-	ret = krping_create_id(run);
-	if (ret)
-		return ret;
+	/* In a group the session listens (krping_listen()). */
+	if (!run->grp) {
+		krping_set_port(&src, run->opts->port);
+		ret = krping_create_id(run);
+		if (ret)
+			return ret;
 
-	ret = rdma_bind_addr(run->cm_id, (struct sockaddr *)&src);
-	if (!ret)
-		ret = rdma_listen(run->cm_id, 1);
-	if (ret)
-		return ret;
+		ret = rdma_bind_addr(run->cm_id, (struct sockaddr *)&src);
+		if (!ret)
+			ret = rdma_listen(run->cm_id, 1);
+		if (ret)
+			return ret;
 
-	krping_session_set_state(run->sess, KRPING_STATE_LISTENING);
+		krping_session_set_state(run->sess, KRPING_STATE_LISTENING);
+	}
 	ret = wait_event_interruptible(run->wq,
 				       READ_ONCE(run->child) ||
 				       krping_broken(run) ||
-				       kthread_should_stop());
+				       krping_should_stop(run));
 	/* Pairs with smp_store_release() in krping_cm_handler(). */
 	child = smp_load_acquire(&run->child);
 	if (!child)
 		return krping_wait_result(run, ret);
 
-	krping_session_set_state(run->sess, KRPING_STATE_CONNECTING);
+	krping_run_state(run, KRPING_STATE_CONNECTING);
 	ret = krping_setup(run, child);
 	if (!ret)
 		ret = krping_post_recv(run);
@@ -981,8 +1043,9 @@ int krping_accept(struct krping_run *run)
 		return ret;
 
 	krping_plan_end(run);
-	krping_conn_param(&param, &hello, run->server_leaves_first ?
-			  KRPING_HELLO_LEAVES_FIRST : 0, run->count);
+	krping_conn_param(&param, &hello, krping_hello_group(run) |
+			  (run->server_leaves_first ?
+			   KRPING_HELLO_LEAVES_FIRST : 0), run->count);
 	/* Outside the CM handler rdma_accept() needs the handler lock. */
 	rdma_lock_handler(child);
 	ret = rdma_accept(child, &param);
@@ -990,6 +1053,126 @@ int krping_accept(struct krping_run *run)
 	if (!ret)
 		ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
 	return ret;
+}
+
+/**
+ * krping_group_barrier() - wait until every run of the group is ready
+ * @run: a benchmark's run, set up (buffers exchanged, receives posted)
+ *
+ * A group's runs begin their tests together, as perftest's QPs do, so
+ * that the session's bandwidth (bytes over the first start to the last
+ * end) measures them side by side rather than one after another as
+ * they happened to connect. Each side waits for its own runs only: a
+ * run is set up once its peer has answered, whatever the peer's other
+ * runs do, so the two sides cannot wait for each other. Nothing is in
+ * flight meanwhile. A run alone does not wait.
+ *
+ * Return: 0, -EINTR when told to stop, or the run's error.
+ */
+int krping_group_barrier(struct krping_run *run)
+{
+	struct krping_group *grp = run->grp;
+	u32 i;
+	int ret;
+
+	if (!grp)
+		return 0;
+	if (atomic_inc_return(&grp->ready) == grp->n)
+		for (i = 0; i < grp->n; i++)
+			krping_wake(grp->runs[i]);
+	ret = wait_event_interruptible(run->wq,
+				       atomic_read(&grp->ready) == grp->n ||
+				       krping_broken(run) ||
+				       krping_should_stop(run));
+	if (atomic_read(&grp->ready) != grp->n || krping_told_to_stop(run))
+		return krping_wait_result(run, ret);
+	/* Its peer was not watched while it waited (krping_keepalive()). */
+	krping_heard(run);
+	return 0;
+}
+
+/*
+ * The listener of a group (qps above 1). A connection request goes to
+ * the run of the index its krping hello names, which accepts it in its
+ * own thread; from then on the connection's events go to that run's
+ * handler. A request without a hello, of another qps, for an index
+ * taken, or for a run that has ended, is refused.
+ */
+static int krping_listen_handler(struct rdma_cm_id *id,
+				 struct rdma_cm_event *ev)
+{
+	struct krping_group *grp = id->context;
+	const struct krping_hello *hello;
+	struct krping_run *run;
+	u32 index;
+	int ret = 0;
+
+	pr_debug("%s: listener: %s, status %d\n",
+		 config_item_name(&grp->sess->item),
+		 rdma_event_msg(ev->event), ev->status);
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			krping_group_fail(grp, -ENODEV);
+		return 0;
+	}
+	hello = krping_hello_of(ev);
+	if (!hello || krping_hello_qps(hello) != grp->n)
+		return -EINVAL;
+	index = FIELD_GET(KRPING_HELLO_INDEX, be32_to_cpu(hello->flags));
+	if (index >= grp->n)
+		return -EINVAL;
+	run = grp->runs[index];
+
+	spin_lock(&grp->lock);
+	if (run->closed || run->child) {
+		ret = -EBUSY;
+	} else {
+		run->peer_hello = true;
+		run->peer_count = be32_to_cpu(hello->count);
+		id->context = run;
+		id->event_handler = krping_cm_handler;
+		/* Pairs with smp_load_acquire() in krping_accept(). */
+		smp_store_release(&run->child, id);
+	}
+	spin_unlock(&grp->lock);
+	if (!ret)
+		krping_wake(run);
+	return ret;
+}
+
+/**
+ * krping_listen() - a group's server: listen for all its connections
+ * @grp: the group; its runs are allocated, their threads not started
+ *
+ * One listening id on the session's address and port takes the
+ * connections of every run (krping_listen_handler()).
+ *
+ * Return: 0, or a negative errno with nothing left behind.
+ */
+int krping_listen(struct krping_group *grp)
+{
+	const struct krping_options *o = grp->opts;
+	struct sockaddr_storage src = o->addr;
+	struct rdma_cm_id *id;
+	int ret;
+
+	krping_set_port(&src, o->port);
+	id = rdma_create_id(&init_net, krping_listen_handler, grp,
+			    RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	if (o->tos)
+		rdma_set_service_type(id, o->tos);
+	ret = rdma_bind_addr(id, (struct sockaddr *)&src);
+	if (!ret)
+		ret = rdma_listen(id, grp->n);
+	if (ret) {
+		rdma_destroy_id(id);
+		return ret;
+	}
+	grp->listen_id = id;
+	krping_session_set_state(grp->sess, KRPING_STATE_LISTENING);
+	return 0;
 }
 
 /**
@@ -1010,6 +1193,12 @@ void krping_teardown(struct krping_run *run)
 	if (server && run->cm_id) {
 		rdma_destroy_id(run->cm_id);
 		run->cm_id = NULL;
+	}
+	/* The group's listener hands this run no connection any more. */
+	if (server && run->grp) {
+		spin_lock(&run->grp->lock);
+		run->closed = true;
+		spin_unlock(&run->grp->lock);
 	}
 	/* No handler runs any more that could set it. */
 	child = READ_ONCE(run->child);
@@ -1123,7 +1312,7 @@ int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
  */
 void krping_count_send(struct krping_run *run)
 {
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 
 	atomic64_inc(&st->send_msgs);
 	atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
@@ -1284,6 +1473,7 @@ void krping_run_init(struct krping_run *run, struct krping_session *sess,
 {
 	run->sess = sess;
 	run->opts = opts;
+	run->stats = &sess->stats[0];
 	init_waitqueue_head(&run->wq);
 	run->recv_cqe.done = krping_recv_done;
 	run->send_cqe.done = krping_send_done;

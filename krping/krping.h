@@ -29,7 +29,7 @@ enum krping_state {
 	KRPING_STATE_STOPPED,
 };
 
-/* Counters of one run, updated from completion handlers. */
+/* Counters of one connection, updated from completion handlers. */
 struct krping_stats {
 	atomic64_t send_bytes;
 	atomic64_t send_msgs;
@@ -96,7 +96,9 @@ struct krping_results;
  *	samples), an ERR_PTR if it could not be exported, or the buckets,
  *	owned by the session
  * @bandwidth: bandwidth figures of the last run
- * @stats: counters of the current or last run
+ * @stats: counters of the current or last run, one set per connection
+ *	(qps); sysfs stats/ shows their sums, per_qp each set
+ * @nr_qps: connections of the current or last run, 0 before the first
  * @progress: the measured part of the current or last run
  * @results: the sysfs directory of this session
  */
@@ -114,7 +116,8 @@ struct krping_session {
 	struct krping_lat_summary latency;
 	struct krping_lat_buckets *lat_hist;
 	struct krping_bandwidth bandwidth;
-	struct krping_stats stats;
+	struct krping_stats stats[KRPING_MAX_QPS];
+	u32 nr_qps;
 	struct krping_progress progress;
 	struct krping_results *results;
 };

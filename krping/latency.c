@@ -272,6 +272,52 @@ void krping_lat_add(struct krping_lat *lat, u64 ns)
 }
 
 /**
+ * krping_lat_merge() - add the samples of one run to another's
+ * @dst: statistics set up by krping_lat_init(), added to
+ * @src: statistics set up by krping_lat_init(), unchanged (but for the
+ *	order of its exact samples, which krping_lat_summarize() may sort)
+ *
+ * The result is what adding each sample of @src to @dst would have
+ * given, but for which samples are kept exactly: the exact samples of
+ * @src follow those of @dst while there is room. As long as the merged
+ * count is at most KRPING_LAT_EXACT, every sample is kept, so the merged
+ * percentiles are exact too. At most 2^64 - 1 samples in all.
+ */
+void krping_lat_merge(struct krping_lat *dst, const struct krping_lat *src)
+{
+	u64 room, carry;
+	unsigned int i;
+
+	if (!src->samples)
+		return;
+	if (dst->samples < KRPING_LAT_EXACT) {
+		room = min_t(u64, KRPING_LAT_EXACT - dst->samples,
+			     min_t(u64, src->samples, KRPING_LAT_EXACT));
+		memcpy(dst->exact + dst->samples, src->exact,
+		       room * sizeof(*dst->exact));
+	}
+	if (!dst->samples || src->min_ns < dst->min_ns)
+		dst->min_ns = src->min_ns;
+	if (src->max_ns > dst->max_ns)
+		dst->max_ns = src->max_ns;
+	for (i = 0; i < KRPING_LAT_BUCKETS; i++)
+		dst->hist->count[i] += src->hist->count[i];
+	for (i = 0, carry = 0; i < ARRAY_SIZE(dst->sum); i++) {
+		u64 a = dst->sum[i] + carry, b = a + src->sum[i];
+
+		carry = (a < carry) + (b < a);
+		dst->sum[i] = b;
+	}
+	for (i = 0, carry = 0; i < ARRAY_SIZE(dst->sumsq); i++) {
+		u64 a = dst->sumsq[i] + carry, b = a + src->sumsq[i];
+
+		carry = (a < carry) + (b < a);
+		dst->sumsq[i] = b;
+	}
+	dst->samples += src->samples;
+}
+
+/**
  * krping_lat_summarize() - compute what sysfs shows
  * @lat: statistics set up by krping_lat_init()
  * @sum: the summary; all zero without samples

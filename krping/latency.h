@@ -100,6 +100,8 @@ void krping_lat_free(struct krping_lat *lat);
 void krping_lat_reset(struct krping_lat *lat);
 /* Add one sample; O(1), no allocation, callable in a busy loop. */
 void krping_lat_add(struct krping_lat *lat, u64 ns);
+/* Add every sample of @src to @dst, as if each was added to it. */
+void krping_lat_merge(struct krping_lat *dst, const struct krping_lat *src);
 /*
  * Compute the summary (all zero without samples). Percentile p is the
  * smallest sample s such that at least p% of the samples are <= s

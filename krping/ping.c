@@ -85,7 +85,7 @@ static int krping_advertise(struct krping_run *run, struct krping_buf *b,
 static int krping_client_loop(struct krping_run *run)
 {
 	const struct krping_options *o = run->opts;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 	char *src = run->start_buf.addr, *dst = run->rdma_buf.addr;
 	struct ib_device *dev = run->pd->device;
 	char start = 'A';
@@ -207,7 +207,7 @@ static int krping_server_answer(struct krping_run *run, u32 invalidate_rkey,
 static int krping_server_loop(struct krping_run *run)
 {
 	const struct krping_options *o = run->opts;
-	struct krping_stats *st = &run->sess->stats;
+	struct krping_stats *st = run->stats;
 	u32 rkey, len, iter = 0;
 	u64 addr, t0;
 	int ret;

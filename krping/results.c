@@ -82,11 +82,56 @@ static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute reset_attr = __ATTR_WO(reset);
 
+/*
+ * per_qp: the counters of each connection of the current or last run, a
+ * line each, "INDEX" and the nine counters of stats/ in the order of the
+ * header line. One file rather than a directory per connection: their
+ * number is a setting of each run, and directories that came and went
+ * with every start would race their readers; one read gives every line.
+ * KRPING_MAX_QPS lines of at most nine 20-digit numbers fit in a page.
+ */
+static const char * const krping_per_qp_header[] = {
+	"send_bytes", "send_msgs", "recv_bytes", "recv_msgs", "write_bytes",
+	"write_msgs", "read_bytes", "read_msgs", "iterations",
+};
+
+static ssize_t per_qp_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	struct krping_session *sess = kobj_to_session(kobj);
+	u32 i, n = min_t(u32, READ_ONCE(sess->nr_qps), KRPING_MAX_QPS);
+	ssize_t len;
+
+	len = sysfs_emit(buf, "qp");
+	for (i = 0; i < ARRAY_SIZE(krping_per_qp_header); i++)
+		len += sysfs_emit_at(buf, len, " %s", krping_per_qp_header[i]);
+	len += sysfs_emit_at(buf, len, "\n");
+	for (i = 0; i < n; i++) {
+		struct krping_stats *st = &sess->stats[i];
+
+		len += sysfs_emit_at(buf, len,
+				     "%u %lld %lld %lld %lld %lld %lld %lld %lld %lld\n",
+				     i, atomic64_read(&st->send_bytes),
+				     atomic64_read(&st->send_msgs),
+				     atomic64_read(&st->recv_bytes),
+				     atomic64_read(&st->recv_msgs),
+				     atomic64_read(&st->write_bytes),
+				     atomic64_read(&st->write_msgs),
+				     atomic64_read(&st->read_bytes),
+				     atomic64_read(&st->read_msgs),
+				     atomic64_read(&st->iterations));
+	}
+	return len;
+}
+
+static struct kobj_attribute per_qp_attr = __ATTR_RO(per_qp);
+
 static struct attribute *krping_session_attrs[] = {
 	&state_attr.attr,
 	&error_attr.attr,
 	&device_attr.attr,
 	&reset_attr.attr,
+	&per_qp_attr.attr,
 	NULL,
 };
 
@@ -94,13 +139,29 @@ static const struct attribute_group krping_session_group = {
 	.attrs = krping_session_attrs,
 };
 
-/* One read-only file per counter in stats/. */
+/* Sum of one counter over the session's connections (qps). */
+static s64 krping_stat_sum(const struct krping_session *sess, size_t off)
+{
+	s64 sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(sess->stats); i++)
+		sum += atomic64_read((const atomic64_t *)
+				     ((const void *)&sess->stats[i] + off));
+	return sum;
+}
+
+/*
+ * One read-only file per counter in stats/: the sum over the session's
+ * connections; the sets not in use stay zero.
+ */
 #define KRPING_STAT_ATTR(_name)						\
 static ssize_t _name##_show(struct kobject *kobj,			\
 			    struct kobj_attribute *attr, char *buf)	\
 {									\
 	return sysfs_emit(buf, "%lld\n",				\
-			  atomic64_read(&kobj_to_session(kobj)->stats._name)); \
+			  krping_stat_sum(kobj_to_session(kobj),	\
+				offsetof(struct krping_stats, _name)));	\
 }									\
 static struct kobj_attribute _name##_attr = {				\
 	.attr = { .name = #_name, .mode = 0444 },			\

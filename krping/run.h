@@ -7,6 +7,7 @@
 #ifndef KRPING_RUN_H
 #define KRPING_RUN_H
 
+#include <linux/bitfield.h>
 #include <linux/bits.h>
 #include <linux/sched.h>
 #include <linux/wait.h>
@@ -42,6 +43,14 @@ struct krping_hello {
 
 #define KRPING_HELLO_MAGIC		0x6b727067	/* "krpg" */
 #define KRPING_HELLO_LEAVES_FIRST	BIT(0)		/* server: I disconnect */
+/*
+ * The sender's qps and the index of this connection among them; 0 in a
+ * hello from a krping without qps, which means qps 1, index 0.
+ */
+#define KRPING_HELLO_QPS		GENMASK(15, 8)
+#define KRPING_HELLO_INDEX		GENMASK(23, 16)
+
+static_assert(KRPING_MAX_QPS <= 255);	/* fits KRPING_HELLO_QPS */
 
 /* A kmalloc'ed buffer and its DMA mapping. */
 struct krping_buf {
@@ -66,10 +75,51 @@ enum {
 	KRPING_CM_ESTABLISHED,
 };
 
+struct krping_run;
+
+/**
+ * struct krping_group - the runs of a session with qps above 1
+ * @sess: the session
+ * @opts: the settings of every run
+ * @n: the runs (qps)
+ * @runs: the runs, each its own connection, QP and thread
+ * @tasks: their threads (a task reference is held), NULL if not started
+ * @listen_id: server: the one listening id; its handler hands each
+ *	connection request to the run of the index its hello names
+ * @lock: serialises handing a connection to a run with the run closing
+ * @running: runs connected so far (the session is running once all are)
+ * @ready: benchmarks: runs set up and waiting to begin their test
+ *	together (krping_group_barrier())
+ * @done: runs ended so far
+ * @error: the first error of a run (a negative errno), 0 if none
+ * @stop: every run is to end now (an error, or the session was stopped)
+ * @wq: the session's thread waits here for the runs
+ */
+struct krping_group {
+	struct krping_session *sess;
+	const struct krping_options *opts;
+	u32 n;
+	struct krping_run *runs[KRPING_MAX_QPS];
+	struct task_struct *tasks[KRPING_MAX_QPS];
+	struct rdma_cm_id *listen_id;
+	spinlock_t lock;	/* see the kernel-doc above */
+	atomic_t running;
+	atomic_t ready;
+	atomic_t done;
+	int error;
+	bool stop;
+	wait_queue_head_t wq;
+};
+
 /**
  * struct krping_run - state of one run
  * @sess: the session (results and state go there)
  * @opts: the run's settings
+ * @grp: the group of a session with qps above 1, NULL otherwise
+ * @index: the run's index in its group, 0 without one
+ * @stats: the run's counters, one set of the session's
+ * @closed: group server: the run takes no connection any more (under
+ *	the group's lock)
  * @wq: the run's thread sleeps here; CM and CQ handlers wake it
  * @events: bumped by every CM or CQ handler, so the thread sleeps until
  *	anything happens
@@ -88,6 +138,7 @@ enum {
  * @bw_msgs: operations completed by a bandwidth run
  * @bw_bytes: bytes they moved
  * @bw_ns: duration of a bandwidth run
+ * @bw_start_ns: when it began (ktime_get_ns())
  * @cm_id: the client's id, or the server's listening id
  * @child: server: the connection being accepted (set by the CM handler)
  * @conn_id: the id that carries the QP (@cm_id or @child)
@@ -164,6 +215,10 @@ enum {
 struct krping_run {
 	struct krping_session *sess;
 	const struct krping_options *opts;
+	struct krping_group *grp;
+	u32 index;
+	struct krping_stats *stats;
+	bool closed;
 	wait_queue_head_t wq;
 	atomic_t events;
 	bool poll;
@@ -178,6 +233,7 @@ struct krping_run {
 	u64 bw_msgs;
 	u64 bw_bytes;
 	u64 bw_ns;
+	u64 bw_start_ns;
 
 	struct rdma_cm_id *cm_id;
 	struct rdma_cm_id *child;
@@ -252,6 +308,11 @@ struct krping_run {
 /* conn.c */
 void krping_run_init(struct krping_run *run, struct krping_session *sess,
 		     const struct krping_options *opts);
+int krping_listen(struct krping_group *grp);
+void krping_group_fail(struct krping_group *grp, int err);
+int krping_group_barrier(struct krping_run *run);
+void krping_run_state(struct krping_run *run, int state);
+bool krping_should_stop(const struct krping_run *run);
 int krping_connect(struct krping_run *run);
 int krping_accept(struct krping_run *run);
 void krping_teardown(struct krping_run *run);
@@ -302,6 +363,7 @@ int krping_sbw_wait_grant(struct krping_run *run, u64 sent);
 bool krping_bench_next(struct krping_run *run, u32 i);
 bool krping_bench_peer_done(const struct krping_run *run);
 void krping_bench_sample(struct krping_run *run, u32 i, u64 ns);
+void krping_bench_started(struct krping_run *run, u64 now);
 void krping_bench_progress(struct krping_run *run, u32 first, u32 n,
 			   u64 bytes);
 int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,

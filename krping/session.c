@@ -133,8 +133,10 @@ void krping_session_publish(struct krping_session *sess,
 static void krping_results_clear(struct krping_session *sess)
 {
 	struct krping_lat_buckets *old;
+	unsigned int i;
 
-	krping_stats_reset(&sess->stats);
+	for (i = 0; i < ARRAY_SIZE(sess->stats); i++)
+		krping_stats_reset(&sess->stats[i]);
 	krping_progress_reset(&sess->progress);
 	spin_lock(&sess->result_lock);
 	memset(&sess->latency, 0, sizeof(sess->latency));
@@ -285,6 +287,7 @@ int krping_session_start(struct krping_session *sess)
 	sess->task = task;
 	sess->run_opts = run_opts;
 	krping_results_clear(sess);
+	WRITE_ONCE(sess->nr_qps, run_opts.qps);
 	krping_session_set_device(sess, NULL);
 	WRITE_ONCE(sess->error, 0);
 	/* Active from here on, so that writes racing the thread see -EBUSY. */

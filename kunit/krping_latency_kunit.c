@@ -688,6 +688,59 @@ static void krping_test_order(struct kunit *test)
 }
 
 /*
+ * krping_lat_merge(): the samples of one run split over several runs in
+ * uneven parts, merged into the first, give what one run of them all
+ * gives: the same summary, histogram and exact sums. Counts around
+ * KRPING_LAT_EXACT (exact percentiles up to it, the histogram beyond),
+ * empty parts, and samples near U64_MAX for the carries of the sums.
+ */
+static const u64 krping_merge_counts[] = {
+	0, 1, 7, 100, KRPING_LAT_EXACT - 1, KRPING_LAT_EXACT,
+	KRPING_LAT_EXACT + 1, 3 * KRPING_LAT_EXACT + 5,
+};
+
+KUNIT_ARRAY_PARAM(krping_merge, krping_merge_counts, krping_order_desc);
+
+static void krping_test_merge(struct kunit *test)
+{
+	u64 n = *(const u64 *)test->param_value;
+	u64 *v = krping_test_array(test, n ? n : 1);
+	struct krping_lat_summary want, got;
+	struct krping_lat *all, *part[4];
+	u64 i, state = 7;
+	unsigned int k, round;
+
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < n; i++)
+			v[i] = round ? U64_MAX - krping_test_below(&state, 3) :
+			       krping_test_sample(KRPING_LOG_UNIFORM, &state);
+		all = krping_test_lat(test);
+		krping_test_add_all(all, v, n);
+		for (k = 0; k < ARRAY_SIZE(part); k++)
+			part[k] = krping_test_lat(test);
+		/* Parts of n/2, 0, n/3 and the rest: one of them empty. */
+		krping_test_add_all(part[0], v, n / 2);
+		krping_test_add_all(part[2], v + n / 2, n / 3);
+		krping_test_add_all(part[3], v + n / 2 + n / 3,
+				    n - n / 2 - n / 3);
+		for (k = 1; k < ARRAY_SIZE(part); k++)
+			krping_lat_merge(part[0], part[k]);
+
+		KUNIT_EXPECT_EQ(test, part[0]->samples, n);
+		KUNIT_EXPECT_MEMEQ(test, part[0]->sum, all->sum,
+				   sizeof(all->sum));
+		KUNIT_EXPECT_MEMEQ(test, part[0]->sumsq, all->sumsq,
+				   sizeof(all->sumsq));
+		KUNIT_EXPECT_MEMEQ(test, part[0]->hist, all->hist,
+				   sizeof(*all->hist));
+		krping_lat_summarize(all, &want);
+		krping_lat_summarize(part[0], &got);
+		KUNIT_EXPECT_MEMEQ_MSG(test, &got, &want, sizeof(got),
+				       "round %u", round);
+	}
+}
+
+/*
  * Every bucket: its smallest and largest values map to it, they follow
  * on from the previous bucket, the last one ends at U64_MAX, and the
  * width stays below 1/128 of the values in it (1 below 256).
@@ -1009,6 +1062,7 @@ static struct kunit_case krping_latency_test_cases[] = {
 	KUNIT_CASE(krping_test_reset),
 	KUNIT_CASE(krping_test_midrun),
 	KUNIT_CASE_PARAM(krping_test_order, krping_order_gen_params),
+	KUNIT_CASE_PARAM(krping_test_merge, krping_merge_gen_params),
 	KUNIT_CASE(krping_test_buckets),
 	KUNIT_CASE(krping_test_wide),
 	KUNIT_CASE(krping_test_export_empty),

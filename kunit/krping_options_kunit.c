@@ -40,6 +40,7 @@ static const struct {
 	{ "peer_timeout_ms", "30000" },
 	{ "duration_ms", "0" },
 	{ "warmup", "0" },
+	{ "qps", "1" },
 };
 
 #define KRPING_DEFAULT_STRING \
@@ -50,15 +51,15 @@ static const struct {
 #define KRPING_BUSY_STRING \
 	"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw," \
 	"mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,duration_ms=2500," \
-	"warmup=3,validate,verbose,duplex,poll,server_inv,local_dma_lkey," \
-	"read_inv"
+	"warmup=3,qps=2,validate,verbose,duplex,poll,server_inv," \
+	"local_dma_lkey,read_inv"
 
 /* The longest canonical string there is. */
 #define KRPING_LONGEST_STRING \
 	"server,addr=febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff%abcdefghijklmno," \
 	"port=65535,count=4294967295,size=4194304,test=wlat,mem_mode=dma," \
 	"txdepth=16384,tos=255,peer_timeout_ms=3600000,duration_ms=86400000," \
-	"warmup=4294967295,validate,verbose,duplex,poll,server_inv," \
+	"warmup=4294967295,qps=16,validate,verbose,duplex,poll,server_inv," \
 	"local_dma_lkey,read_inv"
 
 /* Write @s into @desc with newlines, tabs and other bytes escaped. */
@@ -260,6 +261,10 @@ static const struct krping_set_case krping_set_good_cases[] = {
 	{ "warmup", "100\n", "100" },
 	{ "warmup", "4294967295", "4294967295" },
 
+	{ "qps", "1", "1" },
+	{ "qps", "2\n", "2" },
+	{ "qps", "16", "16" },
+
 	{ "validate", "0", "0" },
 	{ "validate", "1", "1" },
 	{ "validate", "1\n", "1" },
@@ -364,7 +369,7 @@ struct krping_val_err {
 
 static const char * const krping_num_names[] = {
 	"port", "count", "size", "txdepth", "tos", "peer_timeout_ms",
-	"duration_ms", "warmup",
+	"duration_ms", "warmup", "qps",
 };
 
 static const struct krping_val_err krping_num_bad_vals[] = {
@@ -569,6 +574,10 @@ static const struct krping_err_case krping_set_bad_cases[] = {
 	{ "duration_ms", "4294967295", -ERANGE },
 
 	{ "warmup", "4294967296", -ERANGE },
+
+	{ "qps", "0", -ERANGE },
+	{ "qps", "17", -ERANGE },
+	{ "qps", "4294967295", -ERANGE },
 
 	{ "count", "42949672950", -ERANGE },
 
@@ -834,6 +843,11 @@ static const struct krping_parse_case krping_parse_good_cases[] = {
 	  D_PORT "," D_CSZ ",test=wlat," D_TAIL ",duration_ms=2000,warmup=10" },
 	{ "bw,duration_ms=0,warmup=0", D_PORT "," D_CSZ
 	  ",test=bw," D_TAIL },
+	/* qps is named only when not 1. */
+	{ "bw,qps=4", D_PORT "," D_CSZ ",test=bw," D_TAIL ",qps=4" },
+	{ "bw,qps=1", D_PORT "," D_CSZ ",test=bw," D_TAIL },
+	{ "qps=16,duration_ms=5,wlat", D_PORT "," D_CSZ ",test=wlat," D_TAIL
+	  ",duration_ms=5,qps=16" },
 
 	/* The attribute names, for symmetry. */
 	{ "role=client", "client," D_PORT "," D_CSZ ",test=ping," D_TAIL },
@@ -888,7 +902,7 @@ static const struct krping_parse_case krping_parse_good_cases[] = {
 	  ",validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv" },
 	{
 		KRPING_BUSY_STRING,
-		"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw,mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,duration_ms=2500,warmup=3,validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv",
+		"server,addr=fe80::1%eth0,port=9999,count=5,size=100,test=bw,mem_mode=dma,txdepth=128,tos=7,peer_timeout_ms=5000,duration_ms=2500,warmup=3,qps=2,validate,verbose,duplex,poll,server_inv,local_dma_lkey,read_inv",
 	},
 	{ KRPING_LONGEST_STRING, KRPING_LONGEST_STRING },
 	{ KRPING_DEFAULT_STRING, KRPING_DEFAULT_STRING },
@@ -1053,6 +1067,11 @@ static const struct krping_str_err_case krping_parse_bad_cases[] = {
 	{ "peer_timeout_ms=3600001", -ERANGE },
 	{ "duration_ms=86400001", -ERANGE },
 	{ "warmup=4294967296", -ERANGE },
+	{ "qps=0", -ERANGE },
+	{ "qps=17", -ERANGE },
+	{ "qps=", -EINVAL },
+	{ "qps", -EINVAL },
+	{ "client,addr=10.9.0.1,bw,count=5,qps=17", -ERANGE },
 	{ "validate=2", -EINVAL },
 	{ "validate=yes", -EINVAL },
 	{ "poll=on", -EINVAL },
@@ -1299,6 +1318,8 @@ static const struct krping_str_err_case krping_validate_cases[] = {
 	{ "client,addr=10.9.0.1,server_inv", 0 },
 	{ "client,addr=10.9.0.1,server_inv,mem_mode=dma", -EINVAL },
 	{ "client,addr=10.9.0.1,test=wlat,duration_ms=1000,warmup=5", 0 },
+	{ "client,addr=10.9.0.1,qps=16", 0 },
+	{ "server,addr=10.9.0.1,bw,duplex,qps=16,duration_ms=5", 0 },
 	{ "server,addr=10.9.0.1,sbw,duration_ms=1", 0 },
 	{ "client,addr=10.9.0.1,duration_ms=1000", -EINVAL },
 	{ "client,addr=10.9.0.1,warmup=1", -EINVAL },
@@ -1361,6 +1382,8 @@ static void krping_test_validate_raw(struct kunit *test)
 	KRPING_RAW(x.size = KRPING_MAX_SIZE + 1);
 	KRPING_RAW(x.txdepth = KRPING_MIN_TXDEPTH - 1);
 	KRPING_RAW(x.txdepth = KRPING_MAX_TXDEPTH + 1);
+	KRPING_RAW(x.qps = 0);
+	KRPING_RAW(x.qps = KRPING_MAX_QPS + 1);
 	KRPING_RAW(x.role = 3);
 	KRPING_RAW(x.test = KRPING_TEST_SBW + 1);
 	KRPING_RAW(x.mem_mode = 2);

@@ -57,6 +57,7 @@ GOOD = {
     "peer_timeout_ms": ("5000", "5000"),
     "duration_ms": ("1500", "1500"),
     "warmup": ("7", "7"),
+    "qps": ("3", "3"),
     "validate": ("0", "0"),
     "verbose": ("0", "0"),
     "duplex": ("1", "1"),

@@ -116,6 +116,7 @@ TABLE = {
     "peer_timeout_ms": number_cases(0, 3600000),
     "duration_ms": number_cases(0, 86400000),
     "warmup": number_cases(0, 2 ** 32 - 1),
+    "qps": number_cases(1, 16),
 }
 for _b in krping.BOOL_ATTRS:
     TABLE[_b] = BOOL_BAD
@@ -139,8 +140,8 @@ IDS = [f"{a}={_show(v)}" for a, v, _ in CASES]
 # Non-default settings, so that "nothing changed" also means "not reset".
 PRESET = dict(role="server", addr="10.9.0.1", port=4242, count=7, size=333,
               test="rlat", mem_mode="dma", txdepth=99, tos=17,
-              peer_timeout_ms=4321, duration_ms=1234, warmup=3, validate=1,
-              verbose=1, poll=1, local_dma_lkey=1)
+              peer_timeout_ms=4321, duration_ms=1234, warmup=3, qps=2,
+              validate=1, verbose=1, poll=1, local_dma_lkey=1)
 
 
 @pytest.mark.parametrize("attr,value,err", CASES, ids=IDS)

@@ -109,7 +109,7 @@ def test_attributes_busy_while_running(pool):
     changes = dict(role="client", addr="10.9.0.2", port="1", count="0",
                    size="128", test="ping", mem_mode="dma", txdepth="32",
                    tos="4", peer_timeout_ms="100", duration_ms="50",
-                   warmup="2", validate="1", verbose="1", duplex="0", poll="1",
+                   warmup="2", qps="2", validate="1", verbose="1", duplex="0", poll="1",
                    server_inv="1", local_dma_lkey="1", read_inv="0",
                    options="client,addr=10.9.0.2")
     for attr, value in changes.items():

@@ -68,6 +68,13 @@ GOOD = [
     ("bw,duration_ms=0,warmup=0", dict(test="bw"),
      "port=7174,count=0,size=64,test=bw,mem_mode=reg,txdepth=64,tos=0,"
      "peer_timeout_ms=30000"),
+    # qps: named only when not 1
+    ("bw,qps=16,warmup=1", dict(test="bw", qps="16", warmup="1"),
+     "port=7174,count=0,size=64,test=bw,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000,warmup=1,qps=16"),
+    ("bw,qps=1", dict(test="bw"),
+     "port=7174,count=0,size=64,test=bw,mem_mode=reg,txdepth=64,tos=0,"
+     "peer_timeout_ms=30000"),
     ("role=none", {}, DEFAULT_CANON),
     ("count=0", {}, DEFAULT_CANON),
     ("client\n", dict(role="client"),
@@ -147,6 +154,8 @@ def test_options_bare_boolean_and_explicit_values(pool):
     ("client,addr=10.9.0.1,count=5,size=0", errno.ERANGE),
     ("client,addr=10.9.0.1,count=5,validate,bogus", errno.EINVAL),
     ("server,addr=10.9.0.9,port=7000,txdepth=2", errno.ERANGE),
+    ("client,addr=10.9.0.1,bw,qps=17", errno.ERANGE),
+    ("client,addr=10.9.0.1,bw,qps=0", errno.ERANGE),
     ("server,addr=10.9.0.9,port=7000,addr6=fd00::1", errno.EINVAL),
 ])
 def test_options_all_or_nothing(pool, bad, err):

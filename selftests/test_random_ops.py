@@ -255,7 +255,7 @@ class Worker:
         if f in krping.BOOL_ATTRS:
             return text in ("0", "1")
         if f in ("port", "count", "size", "txdepth", "tos",
-                 "peer_timeout_ms", "duration_ms", "warmup"):
+                 "peer_timeout_ms", "duration_ms", "warmup", "qps"):
             return text.isdigit()
         return True
 

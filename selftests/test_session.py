@@ -39,8 +39,9 @@ def test_attribute_files(pool):
     s = pool.session("d")
     assert sorted(os.listdir(s.cfg)) == sorted(krping.ALL_ATTRS)
     assert sorted(os.listdir(s.sys)) == sorted(["state", "error", "device",
-                                                "reset", "stats", "latency",
-                                                "bandwidth", "progress"])
+                                                "reset", "per_qp", "stats",
+                                                "latency", "bandwidth",
+                                                "progress"])
     assert sorted(os.listdir(s.sys / "stats")) == sorted(krping.STATS)
     assert sorted(os.listdir(s.sys / "latency")) == \
         sorted(krping.LATENCY_FILES)
@@ -50,7 +51,8 @@ def test_attribute_files(pool):
 def test_no_attribute_is_world_or_group_writable(pool):
     s = pool.session("d")
     paths = [s.cfg / a for a in krping.ALL_ATTRS]
-    paths += [s.sys / f for f in ("state", "error", "device", "reset")]
+    paths += [s.sys / f for f in ("state", "error", "device", "reset",
+                                  "per_qp")]
     paths += [s.sys / "stats" / f for f in krping.STATS]
     paths += [s.sys / "latency" / f for f in krping.LATENCY]
     paths += [s.sys / "bandwidth" / f for f in krping.BANDWIDTH]
@@ -172,6 +174,8 @@ GOOD = [
     ("duration_ms", "0", "0"),
     ("duration_ms", "86400000", "86400000"),
     ("warmup", "4294967295", "4294967295"),
+    ("qps", "1", "1"),
+    ("qps", "16", "16"),
 ] + [(b, v, v) for b in krping.BOOL_ATTRS for v in ("1", "0")]
 
 

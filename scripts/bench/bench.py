@@ -14,6 +14,10 @@ device, and prints one table:
   bw    ib_write_bw   BW average [MB/sec], MB = 2^20 bytes
   slat  ib_send_lat   median one-way SEND latency (t_typical, RTT/2)
   sbw   ib_send_bw    BW average [MB/sec], MB = 2^20 bytes
+  bwq4  ib_write_bw -q 4
+                      bw with qps=4 (four connections, the iterations
+                      each): the aggregate BW average [MB/sec]; by
+                      default at 64 KiB and 1 MiB only (QPS_SIZES)
   ping  model         krping's whole ping-pong iteration (4 SENDs of 16 B,
                       1 READ and 1 WRITE of size bytes, each waited for)
                       against the sum of perftest's parts:
@@ -95,8 +99,13 @@ ROPCIE_TEST_KO = os.environ.get("ROPCIE_TEST_KO", "")
 
 PERFTEST = {"wlat": "ib_write_lat", "rlat": "ib_read_lat",
             "bw": "ib_write_bw", "slat": "ib_send_lat", "sbw": "ib_send_bw",
-            "send": "ib_send_lat"}
-BW_TESTS = ("bw", "sbw")
+            "send": "ib_send_lat", "bwq4": "ib_write_bw"}
+# Rows with several QPs: (krping's test, qps), perftest's -q; the count
+# is per QP in both tools. Sizes: those of --sizes among QPS_SIZES (all
+# of --sizes if none is), to keep make bench within its budget.
+QPS_TESTS = {"bwq4": ("bw", 4)}
+QPS_SIZES = (65536, 1048576)
+BW_TESTS = ("bw", "sbw", "bwq4")
 
 
 def log(msg):
@@ -150,6 +159,8 @@ class Bench:
                   "-n", str(iters), "-p", str(port), "-F"]
         if test in BW_TESTS:
             common += ["-t", str(a.txdepth)]
+        if test in QPS_TESTS:
+            common += ["-q", str(QPS_TESTS[test][1])]
         client = common + [a.addr]
         t0 = time.monotonic()
         srv = subprocess.Popen(common, stdout=subprocess.PIPE,
@@ -187,13 +198,16 @@ class Bench:
     def krping(self, test, size, iters, addr=None, poll=None, dev=None):
         a = self.args
         port = self.next_port()
+        base, qps = QPS_TESTS.get(test, (test, 1))
         cmd = [sys.executable, KRPING, "pair", "--addr", addr or a.addr,
-               "--port", str(port), "--test", test, "--size", str(size),
+               "--port", str(port), "--test", base, "--size", str(size),
                "--count", str(iters), "--json", "--timeout",
                str(a.cmd_timeout)]
+        if qps > 1:
+            cmd += ["--qps", str(qps)]
         if a.remote:
             cmd += ["--remote", a.remote]
-        if poll if poll is not None else test != "ping":
+        if poll if poll is not None else base != "ping":
             cmd.append("--poll")
         if test in BW_TESTS:
             cmd += ["--txdepth", str(a.txdepth)]
@@ -403,7 +417,7 @@ def main():
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--tests", default=None,
                     help="the krping vs perftest rows (default wlat,rlat,"
-                    "bw,slat,sbw,ping; none with --remote)")
+                    "bw,slat,sbw,ping,bwq4; none with --remote)")
     ap.add_argument("--reps", type=int, default=5,
                     help="measure each row REPS times per tool, "
                     "alternating (krping, perftest, perftest, krping, ...); "
@@ -432,7 +446,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
     args = ap.parse_args()
     if args.tests is None:
-        args.tests = "" if args.remote else "wlat,rlat,bw,slat,sbw,ping"
+        args.tests = ("" if args.remote else
+                      "wlat,rlat,bw,slat,sbw,ping,bwq4")
     elif args.remote and args.tests:
         ap.error("--tests with --remote: the perftest rows need perftest "
                  "servers on HOST, which this script does not start")
@@ -447,7 +462,12 @@ def main():
         n = table.get(size) or (1000 if size <= 4096 else 100)
         return max(1, int(n * args.scale))
 
-    plan = [(t, s, iters_for(t, s)) for t in tests for s in sizes]
+    def sizes_for(test):
+        if test not in QPS_TESTS:
+            return sizes
+        return [s for s in sizes if s in QPS_SIZES] or sizes
+
+    plan = [(t, s, iters_for(t, s)) for t in tests for s in sizes_for(t)]
     log("plan (test size iterations): " +
         ", ".join(f"{t} {s} x{n}" for t, s, n in plan))
 
@@ -487,6 +507,8 @@ def main():
             pv = median_of(pt, key)
             parts[(test, size)] = pv
             perf_desc = PERFTEST[test]
+            if test in QPS_TESTS:
+                perf_desc += f" -q {QPS_TESTS[test][1]}"
         ratio = kv / pv if kv is not None and pv else None
         met = None
         if test == "ping":

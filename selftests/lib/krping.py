@@ -115,14 +115,14 @@ BOOL_ATTRS = ("validate", "verbose", "duplex", "poll", "server_inv",
 # Every configfs attribute holding a setting (not "options", not "start").
 OPTION_ATTRS = ("role", "addr", "port", "count", "size", "test",
                 "mem_mode", "txdepth", "tos", "peer_timeout_ms",
-                "duration_ms", "warmup") + BOOL_ATTRS
+                "duration_ms", "warmup", "qps") + BOOL_ATTRS
 ALL_ATTRS = OPTION_ATTRS + ("options", "start")
 # How the module parses each attribute: one parser per kind.
 ATTR_KIND = {"role": "enum", "test": "enum", "mem_mode": "enum",
              "addr": "addr", "port": "number", "count": "number",
              "size": "number", "txdepth": "number", "tos": "number",
              "peer_timeout_ms": "number", "duration_ms": "number",
-             "warmup": "number",
+             "warmup": "number", "qps": "number",
              "options": "options", "start": "start",
              **{b: "bool" for b in BOOL_ATTRS}}
 
@@ -130,6 +130,7 @@ DEFAULTS = {
     "role": "none", "addr": "", "port": "7174", "count": "0", "size": "64",
     "test": "ping", "mem_mode": "reg", "txdepth": "64", "tos": "0",
     "peer_timeout_ms": "30000", "duration_ms": "0", "warmup": "0",
+    "qps": "1",
     "validate": "0", "verbose": "0", "duplex": "0", "poll": "0",
     "server_inv": "0", "local_dma_lkey": "0", "read_inv": "0",
 }
@@ -979,6 +980,23 @@ def session_progress(s):
     """{name: int} of /sys/kernel/krping/<name>/progress/."""
     values = s.read_ints("progress")
     return {k: values[k] for k in PROGRESS}
+
+
+def session_per_qp(s):
+    """per_qp as [{counter: int}], one dict per connection, by index."""
+    if isinstance(s, RemoteSession):
+        text = s.remote.cmd(f"cat {s.sys}/per_qp").stdout
+    else:
+        text = (s.sys / "per_qp").read_text()
+    lines = text.splitlines()
+    header = lines[0].split()
+    assert header[0] == "qp" and sorted(header[1:]) == sorted(STATS), text
+    rows = []
+    for i, line in enumerate(lines[1:]):
+        values = [int(v) for v in line.split()]
+        assert values[0] == i and len(values) == len(header), text
+        rows.append(dict(zip(header[1:], values[1:])))
+    return rows
 
 
 def session_histogram(s):
