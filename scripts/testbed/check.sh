@@ -263,11 +263,13 @@ TWO_HOST_K+=" or fails_cleanly[blip-there] or fails_cleanly[for_good-there]"
 TWO_HOST_K+=" or json[wlat-remote-server] or interrupt_removes_both_sides[remote-client]"
 TWO_HOST_K+=" or unreachable or (test_rping_remote and 65535-reg)"
 TWO_HOST_K+=" or ib_write_bw or test_bench_timed"
+TWO_HOST_K+=" or (test_qps_exact and (remote-server-bw or remote-client-rlat))"
+TWO_HOST_K+=" or test_qps_max[remote-client]"
 stage_two-host() {
 	pair_stage two-host 6.12 6.1 --provider rxe --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_link_faults.py \
 		test_cli_remote.py test_rping_remote.py test_perftest_remote.py \
-		-k "$TWO_HOST_K"
+		test_qps.py -k "$TWO_HOST_K"
 }
 # RoPCIe across two hosts: ropcie0 on each of a 6.12 and a 6.1 guest (one
 # vCPU each), its bytes over the PCI link (ivshmem) between them, vm-pair
@@ -285,10 +287,11 @@ TWO_HOST_ROPCIE_K+=" or (test_bench_completes and reg) or concurrent"
 TWO_HOST_ROPCIE_K+=" or mid_run[ping-remote-server]"
 TWO_HOST_ROPCIE_K+=" or test_pci_link or (test_ropcie_link and not power_cut and not fragment"
 TWO_HOST_ROPCIE_K+=" and not cm-short) or nvmeof"
+TWO_HOST_ROPCIE_K+=" or (test_qps_exact and (remote-client-bw or remote-server-slat))"
 stage_two-host-ropcie() {
 	pair_stage two-host-ropcie 6.12 6.1 --provider ropcie --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_pci_link.py \
-		test_ropcie_link.py test_ulp_remote.py -k "$TWO_HOST_ROPCIE_K"
+		test_ropcie_link.py test_ulp_remote.py test_qps.py -k "$TWO_HOST_ROPCIE_K"
 }
 # RoCE between two 6.12 guests with two vCPUs each (the cross-kernel
 # stage above has one): test_ping at 1 MiB and 4 MiB (many packets per
@@ -327,10 +330,11 @@ TWO_HOST_SIW_K+=" or remote-server-slat or remote-client-wlat or remote-client-f
 TWO_HOST_SIW_K+=" or remote-client-sbw))"
 TWO_HOST_SIW_K+=" or (test_rping_remote and 65535-reg)"
 TWO_HOST_SIW_K+=" or (test_perftest_remote and (ib_write_bw or ib_read_lat))"
+TWO_HOST_SIW_K+=" or (test_qps_exact and (remote-server-sbw or remote-client-wlat))"
 stage_two-host-siw() {
 	pair_stage two-host-siw 6.12 6.12 --provider siw -- \
 		test_ping.py test_bench.py test_rping_remote.py test_perftest_remote.py \
-		-k "$TWO_HOST_SIW_K"
+		test_qps.py -k "$TWO_HOST_SIW_K"
 }
 # Every test marked either or two_host, across two 6.12 guests.
 stage_two-host-all() { pair_stage two-host-all 6.12 6.12 --provider rxe --; }
@@ -438,11 +442,13 @@ DEBUG_PYTEST=(-m "not stock_only and not two_host")
 # iWARP connection setup and READ rules differ most from RoCE's; pings,
 # faults and timeouts over both. The rest over rxe (debug-rxe): the
 # configfs-only files, test_ropcie.py and test_ulp.py (they bring their
-# own device), the lifecycle, the CLI and the module loads.
+# own device), the lifecycle, the CLI, the module loads and several QPs
+# (a listener that hands connections to threads: RoCE's CM here; siw
+# corrupts memory when a listener refuses a request, see krping.rst).
 DEBUG_SIW_ONLY=(test_bench.py test_rping.py test_ipv6.py test_histogram.py)
 DEBUG_SIW_SKIP=(test_ropcie.py test_ulp.py test_abuse_writes.py test_options.py
 	test_session.py test_random_ops.py test_bad_input.py test_lifecycle.py
-	test_cli.py test_module.py)
+	test_cli.py test_module.py test_qps.py)
 # The allocation-failure walk (test_alloc_faults.py) runs once: the
 # sessions' walks over siw, and ropcie's and the module loads', which
 # bring their own device, in debug-rxe, so that the two stages beside each
