@@ -274,13 +274,12 @@ def start_running(srv, cli):
     ("sbw", "client", "stop", 0),
     ("sbw", "server", "rmdir", 0),
 ])
-def test_stop_mid_benchmark(pool, test, side, how, count):
-    """start=0 or rmdir in the middle of a busy-polling benchmark returns
-    within about a second; the peer ends too; results stay consistent."""
-    test_duplex = test == "bw" and side == "server"
-    srv, cli = pool.pair(count=count, size=SIZE[test], test=test, poll=1,
-                         **(dict(duplex=1) if test_duplex else {}))
-    start_running(srv, cli)
+def stop_mid_run(srv, cli, side, how):
+    """start=0 (how "stop") or rmdir ("rmdir") of the side's session in
+    the middle of its run: it returns within STOP_LIMIT, and the peer
+    ends within PEER_END, done or failed with a lost peer's errno.
+    Return the sessions whose results remain: the peer's, and the
+    stopped one's."""
     victim, peer = (cli, srv) if side == "client" else (srv, cli)
     if how == "stop":
         t0 = time.monotonic()
@@ -299,7 +298,18 @@ def test_stop_mid_benchmark(pool, test, side, how, count):
         allowed = (-errno.ECONNRESET, -errno.ETIMEDOUT) + \
             ((-errno.EIO,) if krping.IWARP else ())
         assert peer.error in allowed, peer.describe()
-    sides = [peer] + ([victim] if how == "stop" else [])
+    return [peer] + ([victim] if how == "stop" else [])
+
+
+def test_stop_mid_benchmark(pool, test, side, how, count):
+    """start=0 or rmdir in the middle of a busy-polling benchmark returns
+    within about a second; the peer ends too; results stay consistent."""
+    test_duplex = test == "bw" and side == "server"
+    srv, cli = pool.pair(count=count, size=SIZE[test], test=test, poll=1,
+                         **(dict(duplex=1) if test_duplex else {}))
+    start_running(srv, cli)
+    sides = stop_mid_run(srv, cli, side, how)
+    peer = sides[0]
     for s in sides:
         st = s.stats()
         lat = session_latency(s)

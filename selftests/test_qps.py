@@ -23,6 +23,7 @@ from lib.krping import (bench_stats, bench_latency_samples,
                         bench_reports_bandwidth, latency_problems,
                         bandwidth_problems, run_pair, session_latency,
                         session_bandwidth, session_per_qp)
+from test_bench import STOP_LIMIT, stop_mid_run
 from test_cli import cli, common, valid, name, validator  # noqa: F401
 
 COUNT = 10
@@ -30,8 +31,6 @@ QPS = 4
 MAX_QPS = 16
 SIZE = {"ping": 64, "wlat": 1024, "rlat": 1024, "bw": 4096, "fr": 65536,
         "slat": 1024, "sbw": 4096}
-STOP_LIMIT = 2.0        # as test_bench.py: about a second, TCG slack
-PEER_END = 10.0
 
 
 def check_side(s, test, role, count, size, qps, duplex=False):
@@ -186,24 +185,10 @@ def test_qps_stop_mid_run(pool, test, side, how):
     srv, cli = pool.pair(count=0, size=SIZE[test], test=test, poll=1,
                          qps=QPS)
     start_running(srv, cli, QPS)
-    victim, peer = (cli, srv) if side == "client" else (srv, cli)
-    t0 = time.monotonic()
+    sides = stop_mid_run(srv, cli, side, how)
+    peer = sides[0]
     if how == "stop":
-        victim.stop()
-        took = time.monotonic() - t0
-        assert victim.state == "stopped", victim.describe()
-        assert victim.error == 0
-    else:
-        took = victim.remove()
-        assert not victim.exists
-    assert took <= STOP_LIMIT, f"{how} of the {side} took {took:.2f}s"
-    end = peer.wait_end(PEER_END)
-    assert end in ("done", "failed"), peer.describe()
-    if end == "failed":
-        allowed = (-errno.ECONNRESET, -errno.ETIMEDOUT) + \
-            ((-errno.EIO,) if krping.IWARP else ())
-        assert peer.error in allowed, peer.describe()
-    sides = [peer] + ([victim] if how == "stop" else [])
+        assert sides[1].error == 0, sides[1].describe()
     for s in sides:
         rows = session_per_qp(s)
         assert len(rows) == QPS, f"{s.name} {rows}"
