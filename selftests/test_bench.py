@@ -261,19 +261,6 @@ def start_running(srv, cli):
     time.sleep(0.5)
 
 
-@pytest.mark.parametrize("test,side,how,count", [
-    ("wlat", "client", "stop", 0),
-    ("wlat", "server", "rmdir", 0),
-    ("rlat", "client", "rmdir", 10**6),
-    ("rlat", "server", "stop", 0),
-    ("bw", "client", "stop", 10**6),
-    ("bw", "server", "stop", 0),
-    ("fr", "client", "stop", 0),
-    ("slat", "server", "stop", 0),
-    ("slat", "client", "rmdir", 0),
-    ("sbw", "client", "stop", 0),
-    ("sbw", "server", "rmdir", 0),
-])
 def stop_mid_run(srv, cli, side, how):
     """start=0 (how "stop") or rmdir ("rmdir") of the side's session in
     the middle of its run: it returns within STOP_LIMIT, and the peer
@@ -301,6 +288,19 @@ def stop_mid_run(srv, cli, side, how):
     return [peer] + ([victim] if how == "stop" else [])
 
 
+@pytest.mark.parametrize("test,side,how,count", [
+    ("wlat", "client", "stop", 0),
+    ("wlat", "server", "rmdir", 0),
+    ("rlat", "client", "rmdir", 10**6),
+    ("rlat", "server", "stop", 0),
+    ("bw", "client", "stop", 10**6),
+    ("bw", "server", "stop", 0),
+    ("fr", "client", "stop", 0),
+    ("slat", "server", "stop", 0),
+    ("slat", "client", "rmdir", 0),
+    ("sbw", "client", "stop", 0),
+    ("sbw", "server", "rmdir", 0),
+])
 def test_stop_mid_benchmark(pool, test, side, how, count):
     """start=0 or rmdir in the middle of a busy-polling benchmark returns
     within about a second; the peer ends too; results stay consistent."""

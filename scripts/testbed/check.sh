@@ -100,8 +100,9 @@ set -euo pipefail
 # (UML) runs only when asked for, since debug-kunit runs the same suites
 # on an SMP kernel with the checkers.
 # package comes last: it installs into the host's /lib/modules, so it
-# runs when the lane beside two-host-ropcie is free (and is ready only
-# then: its NEEDS), away from the stages that load modules by hand.
+# runs after two-host-ropcie (its NEEDS), beside two-host-siw at most,
+# away from the one-host stages that load modules by hand. (After
+# two-host-siw, the longer chain, it left a lane idle for two minutes.)
 # The full one-host suite runs on each kernel of the matrix: selftests
 # (Debian 12's 6.12), selftests-6.1 (Debian 12's 6.1) and newest
 # (unstable's newest kernel, found at run time).
@@ -534,7 +535,7 @@ declare -A NEEDS=(
 	[two-host]="build debug-kernel"
 	[two-host-rxe]="build debug-kernel" [two-host-siw]="build debug-kernel two-host-rxe"
 	[two-host-ropcie]="build debug-kernel two-host"
-	[two-host-all]=build [two-host-ropcie-debug]=deps [package]="deps two-host-siw"
+	[two-host-all]=build [two-host-ropcie-debug]=deps [package]="deps two-host-ropcie"
 	[debug-kunit]=debug-kernel [debug-rxe]=debug-kernel [debug-siw]=debug-kernel
 )
 JOBS=${KRPING_CHECK_JOBS:-2}
