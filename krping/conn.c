@@ -1167,12 +1167,35 @@ int krping_listen(struct krping_group *grp)
 	if (!ret)
 		ret = rdma_listen(id, grp->n);
 	if (ret) {
-		rdma_destroy_id(id);
+		krping_destroy_id(id);
 		return ret;
 	}
 	grp->listen_id = id;
 	krping_session_set_state(grp->sess, KRPING_STATE_LISTENING);
 	return 0;
+}
+
+/**
+ * krping_destroy_id() - rdma_destroy_id(), the id's device kept meanwhile
+ * @id: the id
+ *
+ * rdma_cm gives the id's device back (cma_release_dev()) before it puts
+ * the id's GID attribute. A device being unregistered goes on as soon as
+ * its last id has given it back, and if it frees its GID table before
+ * that put, the put's free_gid_work() finds no table (a NULL pointer
+ * dereference in ib_core, seen under a ropcie link delete with Debian's
+ * 7.2). Unregistration waits for every reference on the device after
+ * its clients are gone, so holding one across rdma_destroy_id() keeps
+ * the table until the put has been made.
+ */
+void krping_destroy_id(struct rdma_cm_id *id)
+{
+	struct ib_device *dev = id->device;
+	bool held = dev && ib_device_try_get(dev);
+
+	rdma_destroy_id(id);
+	if (held)
+		ib_device_put(dev);
 }
 
 /**
@@ -1191,7 +1214,7 @@ void krping_teardown(struct krping_run *run)
 	if (run->port_events.device)
 		ib_unregister_event_handler(&run->port_events);
 	if (server && run->cm_id) {
-		rdma_destroy_id(run->cm_id);
+		krping_destroy_id(run->cm_id);
 		run->cm_id = NULL;
 	}
 	/* The group's listener hands this run no connection any more. */
@@ -1228,9 +1251,9 @@ void krping_teardown(struct krping_run *run)
 	if (run->pd)
 		ib_dealloc_pd(run->pd);
 	if (child)
-		rdma_destroy_id(child);
+		krping_destroy_id(child);
 	if (run->cm_id)
-		rdma_destroy_id(run->cm_id);
+		krping_destroy_id(run->cm_id);
 }
 
 int krping_post_recv(struct krping_run *run)

@@ -175,7 +175,7 @@ static int krping_group_run(struct krping_group *grp)
 	}
 	/* No run takes a connection any more: each closed its slot. */
 	if (grp->listen_id)
-		rdma_destroy_id(grp->listen_id);
+		krping_destroy_id(grp->listen_id);
 	return READ_ONCE(grp->error);
 }
 

@@ -316,6 +316,7 @@ bool krping_should_stop(const struct krping_run *run);
 int krping_connect(struct krping_run *run);
 int krping_accept(struct krping_run *run);
 void krping_teardown(struct krping_run *run);
+void krping_destroy_id(struct rdma_cm_id *id);
 int krping_wait_count(struct krping_run *run, const int *counter, int target);
 int krping_check(struct krping_run *run);
 void krping_wake(struct krping_run *run);
