@@ -20,18 +20,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib.ucma import Ucm, UcmError  # noqa: E402
 
 
-def wait_event(ucm, cid, name, log, timeout=10.0):
-    while True:
-        ev = ucm.get_event(timeout)
-        if ev is None:
-            raise TimeoutError(f"no {name} for id {cid}")
-        log.append(ev)
-        if ev[0] == cid and ev[1] == name:
-            return
-        if ev[0] == cid:
-            raise RuntimeError(f"id {cid}: {ev[1]} ({ev[2]}) instead of {name}")
-
-
 def main():
     addr, port, first, last = sys.argv[1], int(sys.argv[2]), \
         int(sys.argv[3]), int(sys.argv[4])
@@ -43,9 +31,9 @@ def main():
     for qpn in range(first, last + 1):
         cid = ucm.create_id()
         ucm.resolve_addr(cid, addr, port)
-        wait_event(ucm, cid, "ADDR_RESOLVED", out["events"])
+        ucm.expect(cid, "ADDR_RESOLVED", out["events"])
         ucm.resolve_route(cid)
-        wait_event(ucm, cid, "ROUTE_RESOLVED", out["events"])
+        ucm.expect(cid, "ROUTE_RESOLVED", out["events"])
         try:
             ucm.connect(cid, qpn)
             out["connect"][qpn] = "taken"

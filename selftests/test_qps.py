@@ -7,13 +7,15 @@ connection's own exact counters, latency/samples qps times those of one
 connection and bandwidth/bytes qps times its bytes; that qps=1 runs as
 before with one per_qp line; that the maximum (16) runs and 17 is
 refused; that a peer of another qps is refused (the client fails with
-ECONNREFUSED); that start=0 and rmdir in the middle of a qps=4 run
-end within the bound of a single connection; and that tools/krping's
+ECONNREFUSED); that one connection's failure ends the others and the
+session with its error; that start=0 and rmdir in the middle of a qps=4
+run end within the bound of a single connection; and that tools/krping's
 --qps runs them and reports per_qp in JSON valid against its schema.
 """
 
 import errno
 import json
+import struct
 import time
 
 import pytest
@@ -23,7 +25,8 @@ from lib.krping import (bench_stats, bench_latency_samples,
                         bench_reports_bandwidth, latency_problems,
                         bandwidth_problems, run_pair, session_latency,
                         session_bandwidth, session_per_qp)
-from test_bench import STOP_LIMIT, stop_mid_run
+from lib.ucma import Ucm
+from test_bench import PEER_END, STOP_LIMIT, stop_mid_run
 from test_cli import cli, common, valid, name, validator  # noqa: F401
 
 COUNT = 10
@@ -142,6 +145,70 @@ def test_qps_mismatch_refused(pool, server_qps, client_qps):
     assert srv.state in ("listening", "connecting"), srv.describe()
     srv.stop()
     assert srv.state == "stopped", srv.describe()
+
+
+HELLO_MAGIC = 0x6b727067                # krping/run.h
+FOREIGN_QPN = 0xfffff0                  # no QP of this host's
+
+
+def hello(qps, index, count):
+    """A krping hello (krping/run.h) announcing qps and the index of the
+    connection among them, as a krping client's connection request does."""
+    return struct.pack(">III", HELLO_MAGIC, qps << 8 | index << 16, count)
+
+
+@pytest.mark.skipif(krping.PROVIDER != "rxe",
+                    reason="a connect without a QP of one's own is RoCE's: "
+                    "iw_cm needs the caller's QP, ropcie refuses another's")
+def test_qps_one_connection_fails(pool):
+    """One of a session's connections fails, the others did not: a user
+    of /dev/infiniband/rdma_cm takes a qps=2 server's connection 1
+    first (its request carries a hello of qps 2, index 1), so that a
+    krping client's connection 1 is refused while its connection 0 is
+    taken. The client then ends failed with ECONNREFUSED, its connected
+    run stopped with it; the server's run 0 fails when that peer
+    leaves (ECONNRESET, or ECONNREFUSED when the client's run gave up
+    its connection before establishing it: the CM's reject) and stops
+    run 1, which still waits for the user's connection. Both end within
+    PEER_END of the client's start (its connections' setup included),
+    with per_qp and stats/ consistent, and nothing of them is left."""
+    before = krping.rdma_resource_counts()
+    srv, cli = pool.pair(count=COUNT, size=SIZE["bw"], test="bw", qps=2)
+    srv.start()
+    srv.expect_state("listening")
+    ucm = Ucm()
+    events = []
+    try:
+        cid = ucm.create_id()
+        ucm.resolve_addr(cid, krping.SERVER_ADDR, int(srv.get("port")))
+        ucm.expect(cid, "ADDR_RESOLVED", events)
+        ucm.resolve_route(cid)
+        ucm.expect(cid, "ROUTE_RESOLVED", events)
+        ucm.connect(cid, FOREIGN_QPN, hello(2, 1, COUNT))
+        # the server's run 1 accepted it (its REP came back)
+        ucm.expect(cid, "CONNECT_RESPONSE", events)
+        t0 = time.monotonic()
+        cli.start()
+        assert cli.wait_end() == "failed", cli.describe()
+        assert cli.error == -errno.ECONNREFUSED, cli.describe()
+        assert srv.wait_end() == "failed", srv.describe()
+        took = time.monotonic() - t0
+        assert srv.error in (-errno.ECONNRESET, -errno.ECONNREFUSED), \
+            srv.describe()
+    finally:
+        ucm.close()
+    print(f"both ended {took:.2f} s after the client's start; "
+          f"user's events {events}")
+    assert took <= PEER_END, f"took {took:.2f} s"
+    for s in (srv, cli):
+        rows = session_per_qp(s)
+        assert len(rows) == 2, f"{s.name} {rows}"
+        assert s.stats() == {k: sum(r[k] for r in rows)
+                             for k in krping.STATS}, s.describe()
+    assert pool.cleanup() == []
+    krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
+                    what="no krping sessions or kthreads")
+    assert krping.rdma_resource_counts() == before
 
 
 def did_work(st):

@@ -49,8 +49,9 @@ def sockaddr_in(addr, port):
     return raw.ljust(SOCKADDR_STORAGE, b"\0")
 
 
-def conn_param(qp_num):
-    return CONN_PARAM.pack(qp_num, 0, b"", 0, 0, 1, 1, 0, 7, 7, 1)
+def conn_param(qp_num, private_data=b""):
+    return CONN_PARAM.pack(qp_num, 0, private_data, len(private_data), 0, 1,
+                           1, 0, 7, 7, 1)
 
 
 class UcmError(OSError):
@@ -109,10 +110,11 @@ class Ucm:
     def resolve_route(self, cid, timeout_ms=2000):
         self._write(CMD_RESOLVE_ROUTE, struct.pack("<II", cid, timeout_ms))
 
-    def connect(self, cid, qp_num):
-        """rdma_connect naming any QP number, as the ABI lets one."""
-        self._write(CMD_CONNECT,
-                    conn_param(qp_num) + struct.pack("<II8x", cid, 0))
+    def connect(self, cid, qp_num, private_data=b""):
+        """rdma_connect naming any QP number, as the ABI lets one, with
+        the private data the listener's CONNECT_REQUEST carries."""
+        self._write(CMD_CONNECT, conn_param(qp_num, private_data) +
+                    struct.pack("<II8x", cid, 0))
 
     def accept(self, cid, qp_num, uid=1 << 32):
         self._write(CMD_ACCEPT, struct.pack("<Q", uid) + conn_param(qp_num) +
@@ -135,3 +137,17 @@ class Ucm:
             _uid, cid, event, status = struct.unpack_from("<QIIi", self.resp)
             name = EVENTS[event] if event < len(EVENTS) else str(event)
             return cid, name, status
+
+    def expect(self, cid, name, log, timeout=10.0):
+        """Wait for event name on id cid, appending every event seen to
+        log; raise if cid gets another event first or none comes."""
+        while True:
+            ev = self.get_event(timeout)
+            if ev is None:
+                raise TimeoutError(f"no {name} for id {cid}")
+            log.append(ev)
+            if ev[0] == cid and ev[1] == name:
+                return ev
+            if ev[0] == cid:
+                raise UcmError(errno.EPROTO, f"id {cid}: {ev[1]} ({ev[2]}) "
+                               f"instead of {name}")
