@@ -14,8 +14,11 @@ import time
 import pytest
 
 from lib import env, krping
+from lib.krping import bench_latency_samples, histogram_problems
 from lib.remote import SshRemote
-from test_cli import PY, TOOL, interrupt_when_running, leftovers
+from test_cli import (PY, TOOL, interrupt_when_running, leftovers, valid,
+                      validator)  # noqa: F401 (fixture)
+from test_histogram import bars
 
 pytestmark = [pytest.mark.two_host,
               pytest.mark.skipif(not TOOL.exists(),
@@ -128,6 +131,37 @@ def test_remote_pair_table_labels_the_hosts(topo, name, remote_side):
     want = sorted(f"({side} on {host})" for side, host in where.items())
     assert sorted(r.split("   ")[-1].strip() for r in rows) == want, \
         cp.stdout
+
+
+@SIDES
+def test_remote_histogram(topo, validator, name, remote_side):
+    """--histogram with one side on the remote host, whose histogram the
+    CLI reads there: in JSON (--both, valid against the schema) each
+    side's buckets add up to its samples and hold its min and max; in
+    the text after the table (both sides, as the table with --remote)
+    each side's bars add up to its samples."""
+    cp = run(remote_cli(topo, name, remote_side, "--test", "wlat",
+                        "--count", COUNT, "--histogram", "--json", "--both"))
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(cp.stdout)
+    valid(validator, doc)
+    for side, res in doc["results"][0]["sides"].items():
+        hist = [(b["low_ns"], b["high_ns"], b["count"])
+                for b in res["histogram"]]
+        assert res["latency"]["samples"] == \
+            bench_latency_samples("wlat", side, COUNT), (side, res)
+        assert histogram_problems(hist, res["latency"]) == [], (side, res)
+    cp = run(remote_cli(topo, name + "t", remote_side, "--test", "wlat",
+                        "--count", COUNT, "--histogram"))
+    assert cp.returncode == 0, cp.stderr
+    # with --remote the table shows both sides, and so do the histograms
+    parts = cp.stdout.split("latency histogram, 64 bytes, ")[1:]
+    assert sorted(p.split()[0] for p in parts) == ["client", "server"], \
+        cp.stdout
+    for part in parts:
+        side = part.split()[0]
+        assert sum(c for _, _, c in bars(part)) == \
+            bench_latency_samples("wlat", side, COUNT), cp.stdout
 
 
 @SIDES
