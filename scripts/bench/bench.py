@@ -52,10 +52,12 @@ rows run there: the perftest table needs its servers on HOST, which this
 script does not start.
 
 Latency ratios are krping/perftest (target <= 1.0), bandwidth ratios
-krping/perftest (target >= 1.0), each of the medians of --reps runs
-(default 5) per tool; "pairs" is the range of the per-run ratios (the
-i-th krping run over the i-th perftest run), which shows how much of a
-ratio is run-to-run noise. The ping row is information only (its model
+krping/perftest (target >= 1.0), each of the medians of the runs per
+tool: at least --reps (5), then one more per tool at a time until the
+runs decide the row or there are --max-reps (15). A row is decided when
+at least --confidence (95 %) of 2000 bootstrap resamples of its runs
+meet the target (ok) or miss it (MISSED); otherwise it is "undecided".
+"90% range" spans the 5th to 95th percentile of the resampled ratios. The ping row is information only (its model
 leaves out the memory registrations of every iteration). Both krping
 sessions run with poll=1, as perftest busy-polls by default; bw runs
 both with the same txdepth.
@@ -72,6 +74,7 @@ import argparse
 import json
 import math
 import os
+import random
 import shlex
 import statistics
 import subprocess
@@ -400,6 +403,24 @@ def median_of(figs, key):
     return statistics.median(vals) if vals else None
 
 
+def bootstrap(kruns, pruns, target, seed, n=2000):
+    """How firmly the runs decide a row: (support, low, high), where
+    support is the fraction of n bootstrap resamples (each tool's runs
+    drawn again with replacement) whose ratio of medians meets target
+    ("<=1" or ">=1"), and low..high the 5th to 95th percentile of those
+    ratios. None without at least two good runs of each tool."""
+    k = [v for v in kruns if v is not None]
+    p = [v for v in pruns if v]
+    if len(k) < 2 or len(p) < 2:
+        return None
+    rng = random.Random(seed)
+    ratios = sorted(statistics.median(rng.choices(k, k=len(k))) /
+                    statistics.median(rng.choices(p, k=len(p)))
+                    for _ in range(n))
+    meets = sum(r <= 1.0 if target == "<=1" else r >= 1.0 for r in ratios)
+    return meets / n, ratios[n // 20], ratios[n - 1 - n // 20]
+
+
 def fmt(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -419,9 +440,17 @@ def main():
                     help="the krping vs perftest rows (default wlat,rlat,"
                     "bw,slat,sbw,ping,bwq4; none with --remote)")
     ap.add_argument("--reps", type=int, default=5,
-                    help="measure each row REPS times per tool, "
+                    help="measure each row at least REPS times per tool, "
                     "alternating (krping, perftest, perftest, krping, ...); "
                     "the median is reported")
+    ap.add_argument("--max-reps", type=int, default=15,
+                    help="measure a row again, one run per tool at a time, "
+                    "until its verdict is decided (--confidence) or it has "
+                    "MAX_REPS runs per tool")
+    ap.add_argument("--confidence", type=float, default=0.95,
+                    help="a row is ok (MISSED) when at least this fraction "
+                    "of bootstrap resamples of its runs meets (misses) "
+                    "the target; undecided otherwise")
     ap.add_argument("--scale", type=float, default=1.0,
                     help="multiply every iteration count")
     ap.add_argument("--txdepth", type=int, default=TXDEPTH)
@@ -445,6 +474,7 @@ def main():
                     "ropcie0 (0: none)")
     ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
     args = ap.parse_args()
+    args.max_reps = max(args.max_reps, args.reps)
     if args.tests is None:
         args.tests = ("" if args.remote else
                       "wlat,rlat,bw,slat,sbw,ping,bwq4")
@@ -473,16 +503,31 @@ def main():
 
     rows = []
 
-    def measure(test, size, iters):
+    def decided(support):
+        return support is not None and \
+            not 1 - args.confidence < support[0] < args.confidence
+
+    def measure(test, size, iters, key, target):
+        """Runs of both tools, alternating, until the row is decided
+        (bootstrap()) or has --max-reps runs each."""
         kr, pt = [], []
-        for rep in range(args.reps):
+        rep = 0
+        while True:
             order = ("k", "p") if rep % 2 == 0 else ("p", "k")
             for who in order:
                 if who == "k":
                     kr.append(b.krping(test, size, iters))
                 elif test != "ping":
                     pt.append(b.perftest(test, size, iters))
-        return kr, pt
+            rep += 1
+            if rep < args.reps:
+                continue
+            if test == "ping" or rep >= args.max_reps:
+                return kr, pt
+            if decided(bootstrap([f and f.get(key) for f in kr],
+                                 [f and f.get(key) for f in pt], target,
+                                 f"{test}/{size}")):
+                return kr, pt
 
     # ib_send_lat with krping's message size, for the ping model
     send16 = None
@@ -491,11 +536,11 @@ def main():
                             for _ in range(args.reps)], "t_typical_usec")
     parts = {}
     for test, size, iters in plan:
-        kr, pt = measure(test, size, iters)
         if test in BW_TESTS:
             key, unit, target = "bw_average_mb_per_sec", "MB/s avg", ">=1"
         else:
             key, unit, target = "t_typical_usec", "usec median", "<=1"
+        kr, pt = measure(test, size, iters, key, target)
         kv = median_of(kr, key)
         if test == "ping":
             w, r = parts.get(("wlat", size)), parts.get(("rlat", size))
@@ -510,16 +555,22 @@ def main():
             if test in QPS_TESTS:
                 perf_desc += f" -q {QPS_TESTS[test][1]}"
         ratio = kv / pv if kv is not None and pv else None
-        met = None
+        kruns = [f and f.get(key) for f in kr]
+        pruns = [f and f.get(key) for f in pt]
+        met, support = None, None
         if test == "ping":
             target = "info"     # a model, not a like-for-like measurement
         elif ratio is not None:
-            met = ratio <= 1.0 if target == "<=1" else ratio >= 1.0
-        kruns = [f and f.get(key) for f in kr]
-        pruns = [f and f.get(key) for f in pt]
+            support = bootstrap(kruns, pruns, target, f"{test}/{size}")
+            if decided(support):
+                met = support[0] >= args.confidence
         row = {"size": size, "test": test, "iterations": iters,
                "krping": kv, "perftest": pv, "ratio": ratio, "unit": unit,
                "perftest_program": perf_desc, "target": target, "met": met,
+               "reps": len(kr),
+               "support": support and round(support[0], 3),
+               "ratio_90": support and [round(support[1], 3),
+                                        round(support[2], 3)],
                "krping_runs": kruns, "perftest_runs": pruns,
                "pair_ratios": [k / p for k, p in zip(kruns, pruns)
                                if k is not None and p]}
@@ -611,26 +662,29 @@ def main():
         ropcie_teardown(args.remote)
 
     elapsed = time.monotonic() - t_start
-    head = (f"{'size':>8}  {'test':<5} {'iters':>6}  {'krping':>10}  "
-            f"{'perftest':>10}  {'ratio':>6}  {'pairs':<11}  {'unit':<12} "
-            f"target")
+    head = (f"{'size':>8}  {'test':<5} {'iters':>6} {'reps':>4}  "
+            f"{'krping':>10}  {'perftest':>10}  {'ratio':>6}  "
+            f"{'90% range':<11}  {'unit':<12} target")
     if rows:
         lines = [f"krping vs perftest on {args.dev} ({args.addr}), "
                  f"kernel {os.uname().release}, clocksource "
-                 f"{clocksource()}, reps {args.reps}", head]
+                 f"{clocksource()}, reps {args.reps} to {args.max_reps}, "
+                 f"confidence {args.confidence}", head]
     else:
         lines = [f"kernel {os.uname().release}, clocksource "
                  f"{clocksource()}, reps {args.reps}"
                  + (f", servers on {args.remote}" if args.remote else "")]
     for r in rows:
         mark = {True: "ok", False: "MISSED", None: "-"}[r["met"]]
-        pr = r.get("pair_ratios")
-        pairs = f"{min(pr):.2f}-{max(pr):.2f}" if pr else "-"
-        lines.append(f"{r['size']:>8}  {r['test']:<5} {r['iterations']:>6}  "
-                     f"{fmt(r['krping']):>10}  {fmt(r['perftest']):>10}  "
-                     f"{fmt(r['ratio'], 3):>6}  {pairs:<11}  "
-                     f"{r['unit']:<12} {r['target']} {mark}")
-    if args.reps > 1 and rows:
+        if r["met"] is None and r["support"] is not None:
+            mark = f"undecided ({r['support']:.2f})"
+        rng = r["ratio_90"]
+        rng = f"{rng[0]:.2f}-{rng[1]:.2f}" if rng else "-"
+        lines.append(f"{r['size']:>8}  {r['test']:<5} {r['iterations']:>6} "
+                     f"{r['reps']:>4}  {fmt(r['krping']):>10}  "
+                     f"{fmt(r['perftest']):>10}  {fmt(r['ratio'], 3):>6}  "
+                     f"{rng:<11}  {r['unit']:<12} {r['target']} {mark}")
+    if args.max_reps > 1 and rows:
         lines.append("each run (the figures above are the medians):")
         for r in rows:
             runs = lambda v: "/".join(fmt(x) for x in v) or "-"  # noqa: E731
@@ -674,8 +728,10 @@ def main():
     if rows:
         lines.append("latency: median (t_typical) in usec, ratio "
                      "krping/perftest; bw: BW average MB/s (2^20), ratio "
-                     "krping/perftest; pairs: the lowest and highest ratio "
-                     "of the i-th krping run to the i-th perftest run")
+                     "krping/perftest; reps: runs per tool; 90% range: "
+                     "of the ratio of medians over bootstrap resamples of "
+                     "the runs; ok/MISSED: the target met/missed in at "
+                     f"least {args.confidence:.0%} of the resamples")
     lines.append(f"measured in {elapsed:.0f} s")
     table = "\n".join(lines)
     print(table, flush=True)
@@ -683,7 +739,8 @@ def main():
     doc = {"kernel": os.uname().release, "clocksource": clocksource(),
            "device": args.dev, "remote": args.remote,
            "addr": args.addr, "gid_index": args.gid_index,
-           "reps": args.reps, "txdepth": args.txdepth,
+           "reps": args.reps, "max_reps": args.max_reps,
+           "confidence": args.confidence, "txdepth": args.txdepth,
            "send_lat_16b_usec": send16, "seconds": round(elapsed, 1),
            "rows": rows, "ropcie": ropcie, "runs": b.raw}
     os.makedirs(args.out, exist_ok=True)

@@ -12,9 +12,10 @@ at its end; it can be run again on an old result) and draws, next to it:
                        average in MB/s (MB = 2^20 bytes) against the size,
                        krping and perftest
 
-Each point is the median over the row's runs (bench.py --reps), and its
-bar spans the lowest and the highest run, as the table's "pairs" column
-shows how much of a ratio is noise. The figures come from each run's own
+Each point is the median over the row's runs (bench.py --reps to
+--max-reps: a row is measured until its verdict is decided), and its
+bar spans the lowest and the highest run, which shows how much of a
+difference is noise. The figures come from each run's own
 record in "runs" (the table's rows keep only the medians), krping's on
 the bench's device only, for the rows of the krping vs perftest table
 (not the ropcie rows). The ping row is left out: its perftest figure is
@@ -134,7 +135,9 @@ def draw(plt, doc, runs, tests, lines, ylabel, path, fmt):
         return None
     fig.suptitle(f"{doc.get('device', '?')}, kernel {doc.get('kernel', '?')}"
                  f", clocksource {doc.get('clocksource', '?')}, "
-                 f"{doc.get('reps', '?')} runs per point (median, bars: "
+                 f"{doc.get('reps', '?')} to "
+                 f"{doc.get('max_reps', doc.get('reps', '?'))} runs per "
+                 f"point (median, bars: "
                  f"lowest to highest)", fontsize="medium")
     fig.tight_layout()
     fig.savefig(path, format=fmt,         # no date in an SVG
