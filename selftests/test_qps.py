@@ -134,6 +134,15 @@ def test_qps_mismatch_refused(pool, server_qps, client_qps):
     """A client whose qps differs from the server's (its hello names its
     qps) is refused, as a connection the server cannot take; the client
     fails with ECONNREFUSED, the server keeps listening."""
+    if krping.IWARP:
+        # KASAN on the debug kernel (6.12.117): after a listener has
+        # refused a connection request from its CONNECT_REQUEST handler,
+        # destroying the listener reads a listening CEP that
+        # siw_cm_work_handler() freed: slab-use-after-free in
+        # siw_destroy_listen(). Any refusal takes that path, also a
+        # busy qps=1 server's refusal of a second client.
+        pytest.skip("siw frees its listener after a refused connection "
+                    "request (KASAN: use-after-free in siw_destroy_listen)")
     srv, cli = pool.pair(count=COUNT, size=64, test="bw",
                          server=dict(qps=server_qps),
                          client=dict(qps=client_qps))
