@@ -57,8 +57,8 @@ tool: at least --reps (5), then one more per tool at a time until the
 runs decide the row or there are --max-reps (15). A row is decided when
 at least --confidence (95 %) of 2000 bootstrap resamples of its runs
 meet the target (ok) or miss it (MISSED); otherwise it is "undecided".
-"90% range" spans the 5th to 95th percentile of the resampled ratios. The ping row is information only (its model
-leaves out the memory registrations of every iteration). Both krping
+"90% range" spans the 5th to 95th percentile of the resampled ratios.
+The ping row is information only (its model leaves out the memory registrations of every iteration). Both krping
 sessions run with poll=1, as perftest busy-polls by default; bw runs
 both with the same txdepth.
 
@@ -508,10 +508,11 @@ def main():
             not 1 - args.confidence < support[0] < args.confidence
 
     def measure(test, size, iters, key, target):
-        """Runs of both tools, alternating, until the row is decided
-        (bootstrap()) or has --max-reps runs each."""
+        """Runs of both tools, alternating, until the row is decided or
+        has --max-reps runs each: (krping runs, perftest runs, the last
+        bootstrap() of their figures, None for the ping row)."""
         kr, pt = [], []
-        rep = 0
+        rep, support = 0, None
         while True:
             order = ("k", "p") if rep % 2 == 0 else ("p", "k")
             for who in order:
@@ -522,12 +523,12 @@ def main():
             rep += 1
             if rep < args.reps:
                 continue
-            if test == "ping" or rep >= args.max_reps:
-                return kr, pt
-            if decided(bootstrap([f and f.get(key) for f in kr],
-                                 [f and f.get(key) for f in pt], target,
-                                 f"{test}/{size}")):
-                return kr, pt
+            if test != "ping":
+                support = bootstrap([f and f.get(key) for f in kr],
+                                    [f and f.get(key) for f in pt], target,
+                                    f"{test}/{size}")
+            if test == "ping" or rep >= args.max_reps or decided(support):
+                return kr, pt, support
 
     # ib_send_lat with krping's message size, for the ping model
     send16 = None
@@ -540,7 +541,7 @@ def main():
             key, unit, target = "bw_average_mb_per_sec", "MB/s avg", ">=1"
         else:
             key, unit, target = "t_typical_usec", "usec median", "<=1"
-        kr, pt = measure(test, size, iters, key, target)
+        kr, pt, support = measure(test, size, iters, key, target)
         kv = median_of(kr, key)
         if test == "ping":
             w, r = parts.get(("wlat", size)), parts.get(("rlat", size))
@@ -557,13 +558,11 @@ def main():
         ratio = kv / pv if kv is not None and pv else None
         kruns = [f and f.get(key) for f in kr]
         pruns = [f and f.get(key) for f in pt]
-        met, support = None, None
+        met = None
         if test == "ping":
             target = "info"     # a model, not a like-for-like measurement
-        elif ratio is not None:
-            support = bootstrap(kruns, pruns, target, f"{test}/{size}")
-            if decided(support):
-                met = support[0] >= args.confidence
+        elif ratio is not None and decided(support):
+            met = support[0] >= args.confidence
         row = {"size": size, "test": test, "iterations": iters,
                "krping": kv, "perftest": pv, "ratio": ratio, "unit": unit,
                "perftest_program": perf_desc, "target": target, "met": met,
