@@ -928,12 +928,19 @@ out:
  * listener while the first one, with a request queued, is destroyed.
  * ropcie's connect timeout must then fail the request: the client gets
  * UNREACHABLE (-ETIMEDOUT), and its QP and cm_id can be destroyed.
+ *
+ * iw_destroy_cm_id() marks the listener's events dropped, then flushes
+ * the workqueue we hold: so the handler holds it until the destroy has
+ * begun and a grace more (the few steps to that mark take no sleeping
+ * lock we hold), not for a fixed time the whole case would wait out.
  */
+#define RT_LOST_GRACE	(2 * HZ)
 struct rt_lost {
 	struct rdma_cm_id *l1, *l2, *c1, *c2;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
-	struct completion resolved[2], in_handler, release, c1_done;
+	struct completion resolved[2], in_handler, destroying, release;
+	struct completion c1_done;
 	int c1_event, c1_status, resolve_err;
 	bool l1_request;
 };
@@ -967,9 +974,10 @@ static int rt_lost_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			t->l1_request = true;
 			return -ECONNREFUSED;
 		}
-		/* Hold iw_cm's workqueue until the test lets go. */
+		/* Hold iw_cm's workqueue while the first listener goes. */
 		complete(&t->in_handler);
-		wait_for_completion_timeout(&t->release, 30 * HZ);
+		wait_for_completion_timeout(&t->destroying, 30 * HZ);
+		wait_for_completion_timeout(&t->release, RT_LOST_GRACE);
 		return -ECONNREFUSED;	/* rdma_cm destroys the new id */
 	default:
 		break;
@@ -1072,6 +1080,7 @@ static void rt_lost_request(void)
 	init_completion(&t->resolved[0]);
 	init_completion(&t->resolved[1]);
 	init_completion(&t->in_handler);
+	init_completion(&t->destroying);
 	init_completion(&t->release);
 	init_completion(&t->c1_done);
 	WRITE_ONCE(rt_lost_cur, t);
@@ -1094,6 +1103,7 @@ static void rt_lost_request(void)
 	}
 	/* c1's request is queued behind it; its listener goes away. */
 	t->c1 = rt_lost_connect(t, RT_LOST_C1, port + 1);
+	complete(&t->destroying);
 	rdma_destroy_id(t->l1);
 	t->l1 = NULL;
 	complete(&t->release);
@@ -1118,6 +1128,7 @@ static void rt_lost_request(void)
 	rt_result(name, t->c1_event != RDMA_CM_EVENT_UNREACHABLE ||
 		  t->c1_status != -ETIMEDOUT || t->l1_request, why);
 out:
+	complete(&t->destroying);
 	complete(&t->release);
 	if (!IS_ERR_OR_NULL(t->c1) && !leak) {
 		rdma_destroy_qp(t->c1);

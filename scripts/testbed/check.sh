@@ -12,7 +12,7 @@
 #              (scripts/testbed/tests; real QEMU, stopped)  -> bed.tap
 #   selftests  selftests/run_tests.sh in a 6.12 VM  -> selftests-6.12.tap,
 #                                                 selftests-6.12-dmesg.tap
-#   selftests-6.1  the same in a 6.1 VM, but ONCE_ONLY -> selftests-6.1.tap,
+#   selftests-6.1  the same in a 6.1 VM        -> selftests-6.1.tap,
 #                                                 selftests-6.1-dmesg.tap
 #   smoke      (only when named) selftests/smoke_ping.sh in a 6.1 VM
 #                                              -> smoke-6.1.tap (+ -dmesg)
@@ -221,16 +221,8 @@ stage_bed() {
 
 ONE_HOST=(-m "not two_host")
 stage_selftests() { vm_stage selftests "$SELFTESTS_KVER" selftests/run_tests.sh "${ONE_HOST[@]}"; }
-# The python CLI's own logic (its parsing, tables, JSON, thresholds,
-# interval lines: the same whatever the kernel) runs on 6.12 only, as
-# the package stage runs the packaged CLI there. The other kernels run
-# every other test, each of which reaches the module.
-ONCE_ONLY=(test_cli.py test_cli_live.py)
 # The same on Debian 12's other kernel (its files selftests-6.1*).
-stage_selftests-6.1() {
-	vm_stage selftests 6.1 selftests/run_tests.sh "${ONE_HOST[@]}" \
-		"${ONCE_ONLY[@]/#/--ignore=}"
-}
+stage_selftests-6.1() { vm_stage selftests 6.1 selftests/run_tests.sh "${ONE_HOST[@]}"; }
 
 # pair_stage STAGE LOCAL-SERIES REMOTE-SERIES VM-PAIR-ARGS... -- TESTS...:
 # the selftests marked either or two_host, across two guests.
@@ -386,7 +378,7 @@ stage_newest() {
 	"$TB_DIR/vm-run" --kver "$rel" --out "$RESULTS/vm-newest" \
 		--timeout "$(vm_timeout selftests/run_tests.sh)" \
 		--dmesg-tap "$RESULTS/newest-selftests-dmesg.tap" -- \
-		selftests/run_tests.sh "${ONE_HOST[@]}" "${ONCE_ONLY[@]/#/--ignore=}" |
+		selftests/run_tests.sh "${ONE_HOST[@]}" |
 		tee "$RESULTS/newest-selftests.tap" || rc=1
 	# Over siw (its image has none: build-siw.sh's) only when asked for
 	# (KRPING_NEWEST_SIW=1): make check's budget has no room for it yet.
