@@ -724,6 +724,13 @@ def main():
     if send16 is not None:
         lines.append(f"ping model: ib_send_lat {SEND_SIZE} B median "
                      f"{send16:.2f} usec; wlat/rlat from the rows above")
+    if "rxe" in args.dev and any(r["test"] == "rlat" for r in rows):
+        lines.append("rlat on rxe: krping's next READ, built inside "
+                     "rxe_post_send(), often misses rxe's running work "
+                     "item that ib_read_lat's (queued before its doorbell) "
+                     "joins, and waits for a kworker wake-up; compare wlat "
+                     "and slat first (Documentation/krping.rst, Comparing "
+                     "with perftest)")
     if rows:
         lines.append("latency: median (t_typical) in usec, ratio "
                      "krping/perftest; bw: BW average MB/s (2^20), ratio "
