@@ -30,6 +30,14 @@
  * a minute of retries), for a provider that never answers.
  */
 #define KRPING_CONNECT_TIMEOUT		(90 * HZ)
+/*
+ * Connection requests a listener may hold before it takes them. On
+ * iWARP it is the TCP listener's backlog, and siw also sizes the
+ * listener's pool of accept work by it: with 1, a few TCP connections
+ * that open and close at once (a port scan) use up the pool and a real
+ * client behind them is never accepted. rping listens with 3.
+ */
+#define KRPING_LISTEN_BACKLOG		8
 /* The longest nap of a lazy poll (see krping_wait_count()). */
 #define KRPING_NAP_MAX_MS		20
 #define KRPING_RECV_DEPTH		1
@@ -1020,7 +1028,7 @@ int krping_accept(struct krping_run *run)
 
 		ret = rdma_bind_addr(run->cm_id, (struct sockaddr *)&src);
 		if (!ret)
-			ret = rdma_listen(run->cm_id, 1);
+			ret = rdma_listen(run->cm_id, KRPING_LISTEN_BACKLOG);
 		if (ret)
 			return ret;
 
@@ -1165,7 +1173,7 @@ int krping_listen(struct krping_group *grp)
 		rdma_set_service_type(id, o->tos);
 	ret = rdma_bind_addr(id, (struct sockaddr *)&src);
 	if (!ret)
-		ret = rdma_listen(id, grp->n);
+		ret = rdma_listen(id, max_t(int, grp->n, KRPING_LISTEN_BACKLOG));
 	if (ret) {
 		krping_destroy_id(id);
 		return ret;

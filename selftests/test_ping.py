@@ -2,6 +2,8 @@
 """Full ping-pong runs between a krping server and a krping client."""
 
 import errno
+import socket
+import struct
 import time
 
 import pytest
@@ -132,6 +134,45 @@ def test_server_listens_on_any_address(pool):
     cli = pool.session("c", role="client", addr=krping.CLIENT_ADDR,
                        port=port, count=5, validate=1)
     check_run(srv, cli, 5, 64, *run_pair(srv, cli))
+
+
+PROBES = 20
+RESET = struct.pack("ii", 1, 0)         # SO_LINGER on, 0 s: close sends RST
+
+
+def test_server_survives_a_port_probe(pool):
+    """TCP connections to a listening server's port that close at once
+    (a port scan; every other one resets) leave it listening: each
+    probe is taken or refused as the first, a client that comes after
+    them runs to the end, and the server's session ends and goes
+    cleanly. On iWARP the port is the server's own TCP listener, which
+    takes the probes; without scripts/testbed/patches/0004-*.patch siw
+    took a probe's close for its listener's: the port refused the next
+    probes and the listener's endpoint was freed (KASAN at rmdir:
+    use-after-free in siw_destroy_listen), and without 0005 each probe
+    leaked its endpoint (kmemleak on the debug kernel). On RoCE nothing
+    listens on TCP there and every probe is refused."""
+    srv, cli = pool.pair(count=5, size=64, validate=1)
+    srv.start()
+    srv.expect_state("listening")
+    taken = 0
+    for i in range(PROBES):
+        try:
+            with socket.create_connection(
+                    (krping.SERVER_ADDR, int(srv.get("port"))),
+                    timeout=5) as s:
+                if i % 2:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
+                taken += 1
+        except ConnectionRefusedError:
+            pass
+    assert taken == (PROBES if krping.IWARP else 0)
+    # the probes' closes reach the provider before the client comes
+    time.sleep(0.5)
+    assert srv.state == "listening", srv.describe()
+    cli.start()
+    check_run(srv, cli, 5, 64, srv.wait_end(), cli.wait_end())
+    srv.remove()
 
 
 def test_server_count_zero_runs_the_clients_count(pool):

@@ -134,16 +134,6 @@ def test_qps_mismatch_refused(pool, server_qps, client_qps):
     """A client whose qps differs from the server's (its hello names its
     qps) is refused, as a connection the server cannot take; the client
     fails with ECONNREFUSED, the server keeps listening."""
-    if krping.IWARP:
-        # siw takes the close of a TCP connection it has not accepted yet
-        # for its listener's own (the child socket still carries the
-        # listener's endpoint): it stops listening and frees the endpoint
-        # while the listener holds it (KASAN at rmdir: use-after-free in
-        # siw_destroy_listen()). The refused client's second connection
-        # gives up that early. See Documentation/krping.rst.
-        pytest.skip("siw frees its listener when a connection closes "
-                    "before siw accepted it (KASAN: use-after-free in "
-                    "siw_destroy_listen)")
     srv, cli = pool.pair(count=COUNT, size=64, test="bw",
                          server=dict(qps=server_qps),
                          client=dict(qps=client_qps))

@@ -447,8 +447,7 @@ DEBUG_PYTEST=(-m "not stock_only and not two_host")
 # faults and timeouts over both. The rest over rxe (debug-rxe): the
 # configfs-only files, test_ropcie.py and test_ulp.py (they bring their
 # own device), the lifecycle, the CLI, the module loads and several QPs
-# (a listener that hands connections to threads: RoCE's CM here; siw
-# corrupts memory when a listener refuses a request, see krping.rst).
+# (a listener that hands connections to threads: RoCE's CM here).
 DEBUG_SIW_ONLY=(test_bench.py test_rping.py test_ipv6.py test_histogram.py)
 DEBUG_SIW_SKIP=(test_ropcie.py test_ulp.py test_abuse_writes.py test_options.py
 	test_session.py test_random_ops.py test_bad_input.py test_lifecycle.py
