@@ -209,8 +209,10 @@ int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 
 	krping_bench_local(run, &sge);
 	if (run->rdma_posted - krping_read_count(&run->rdma_count) >= depth) {
+		run->draining = true;
 		ret = krping_wait_count(run, &run->rdma_count,
 					run->rdma_posted - depth + 1);
+		run->draining = false;
 		if (ret)
 			return ret;
 	}

@@ -53,6 +53,7 @@ static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 		     send ? &st->send_bytes : &st->write_bytes);
 	krping_bench_progress(run, done, n, run->rdma_len);
 	krping_heard(run);
+	WRITE_ONCE(run->bw_last_ns, ktime_get_ns());
 	krping_count_add(&run->rdma_count, n);
 	krping_wake(run);
 }
@@ -119,16 +120,22 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 		if (ret || i + 1 == run->bw_total)
 			break;
 	}
-	if (!ret)
+	if (!ret) {
+		run->draining = true;
 		ret = krping_wait_count(run, &run->rdma_count,
 					run->rdma_posted);
+		run->draining = false;
+	}
 
-	/* What completed counts, also when the run was cut short. */
+	/*
+	 * What completed counts, also when the run was cut short, up to the
+	 * time its last completion was seen.
+	 */
 	done = krping_read_count(&run->rdma_count);
 	if (start && done > run->warmup) {
 		run->bw_msgs = done - run->warmup;
 		run->bw_bytes = run->bw_msgs * o->size;
-		run->bw_ns = ktime_get_ns() - start;
+		run->bw_ns = max(READ_ONCE(run->bw_last_ns), start + 1) - start;
 		run->bw_start_ns = start;
 	}
 	atomic64_set(&st->iterations, done);

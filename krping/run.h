@@ -125,6 +125,8 @@ struct krping_group {
  *	anything happens
  * @poll: the CQ is polled by the thread (poll=1), not by softirq
  * @lazy: with @poll, waits that measure nothing sleep between polls
+ * @draining: with @poll, a bandwidth stream waits for operations in
+ *	flight (see krping_idle())
  * @lat: per-iteration latency samples
  * @total: benchmarks: iterations to run, warm-up included; 0 runs until
  *	stopped, or until the client's time is up in a timed run
@@ -139,6 +141,7 @@ struct krping_group {
  * @bw_bytes: bytes they moved
  * @bw_ns: duration of a bandwidth run
  * @bw_start_ns: when it began (ktime_get_ns())
+ * @bw_last_ns: when its last completion was seen (ktime_get_ns())
  * @cm_id: the client's id, or the server's listening id
  * @child: server: the connection being accepted (set by the CM handler)
  * @conn_id: the id that carries the QP (@cm_id or @child)
@@ -223,6 +226,7 @@ struct krping_run {
 	atomic_t events;
 	bool poll;
 	bool lazy;
+	bool draining;		/* a stream waits for its operations in flight */
 	struct krping_lat lat;
 	u32 total;
 	u32 warmup;
@@ -233,6 +237,7 @@ struct krping_run {
 	u64 bw_msgs;
 	u64 bw_bytes;
 	u64 bw_ns;
+	u64 bw_last_ns;
 	u64 bw_start_ns;
 
 	struct rdma_cm_id *cm_id;
