@@ -465,6 +465,7 @@ undo:
 int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 {
 	struct ropcie_dev *dev = to_rdev(cm_id->device);
+	struct ropcie_xport *x = NULL;
 	struct ropcie_listener *l;
 	struct ropcie_creq *creq;
 	struct ib_qp *ibqp;
@@ -499,11 +500,12 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	l = ropcie_find_listener(dev, &creq->raddr);
 	if (!l) {
 		/* Not on this host: to the other one, over a link. */
-		creq->x = ropcie_lx_pick(&creq->gen);
-		if (!creq->x) {
+		x = ropcie_lx_pick(&creq->gen);
+		if (!x) {
 			ret = -ECONNREFUSED;
 			goto unlock;
 		}
+		creq->x = x;
 		xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
 		creq->qp->claimed = true;
 		queue_delayed_work(ropcie_cm_wq, &creq->timeout,
@@ -536,7 +538,11 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	}
 unlock:
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-	if (!ret && creq->x)
+	/*
+	 * Handed to a listener here, creq is the accepting side's now: it
+	 * may be taken and freed already (KASAN saw it), so look only at x.
+	 */
+	if (!ret && x)
 		ret = ropcie_link_connect(creq, param);
 	up_read(&ropcie_lx_life);
 	if (ret) {
