@@ -1082,7 +1082,15 @@ int krping_accept(struct krping_run *run)
 	ret = rdma_accept(child, &param);
 	rdma_unlock_handler(child);
 	if (!ret)
-		ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
+		return krping_wait_cm(run, KRPING_CM_ESTABLISHED);
+	/*
+	 * A client that gave up while we set up (its REJ, its close) fails
+	 * the accept with -EINVAL, as the CM's state has moved on, before
+	 * the handler lock we held let the CM tell us why: wait for that.
+	 */
+	krping_wait_cm_verdict(run);
+	if (krping_broken(run) || krping_told_to_stop(run))
+		return krping_wait_result(run, 0);
 	return ret;
 }
 
