@@ -168,6 +168,40 @@ def test_tool_helpers(tool):
 
 
 @krping.STOCK_ONLY
+def test_is_rxe(tool, tmp_path, monkeypatch):
+    """rxe is told by its 'parent' file, or by node_desc "rxe"; siw,
+    ropcie, hardware and a device that is not there are not rxe."""
+    def dev(name, **files):
+        d = tmp_path / name
+        d.mkdir()
+        for f, text in files.items():
+            (d / f).write_text(text + "\n")
+    dev("rxe0", parent="eth1", node_desc="rxe")
+    dev("renamed", parent="eth2", node_desc="lab")
+    dev("bare", node_desc="rxe")
+    dev("siw0", node_desc="Software iWARP stack")
+    dev("ropcie0", node_desc="ropcie loopback")
+    dev("mlx5_0", node_desc="host mlx5_0")
+    got = {n: tool.is_rxe(n, root=str(tmp_path))
+           for n in ("rxe0", "renamed", "bare", "siw0", "ropcie0", "mlx5_0",
+                     "absent", "")}
+    assert got == {"rxe0": True, "renamed": True, "bare": True,
+                   "siw0": False, "ropcie0": False, "mlx5_0": False,
+                   "absent": False, "": False}
+    # the note: rlat only, and only for a side on this host
+    monkeypatch.setattr(tool, "is_rxe", lambda d: d == "rxe0")
+
+    def run(test, host, device):
+        return {"test": test,
+                "sides": {"client": {"host": host, "device": device}}}
+    assert tool.rlat_note([run("wlat", None, "rxe0"),
+                           run("rlat", None, "rxe0")]) == tool.RLAT_RXE_NOTE
+    assert tool.rlat_note([run("wlat", None, "rxe0")]) is None
+    assert tool.rlat_note([run("rlat", None, "siw0")]) is None
+    assert tool.rlat_note([run("rlat", "hostb", "rxe0")]) is None
+
+
+@krping.STOCK_ONLY
 def test_no_module_dir(tool, capsys, monkeypatch):
     monkeypatch.setattr(tool, "CONFIGFS", "/nonexistent/krping")
     rc, _, err = inproc(tool, capsys, "pair", "--addr", krping.SERVER_ADDR)
@@ -354,6 +388,10 @@ def test_benchmark_table_and_json(name, tool, capsys, test):
     rc, out, _ = inproc(tool, capsys, "show", name + "c", "--json")
     assert rc == 0
     side = json.loads(out)
+    # the note under rlat on rxe (what perftest's ib_read_lat differs in)
+    noted = tool.RLAT_RXE_NOTE in cp.stderr
+    assert noted == (test == "rlat" and krping.PROVIDER == "rxe"), cp.stderr
+    assert tool.is_rxe(side["device"]) == (krping.PROVIDER == "rxe")
     assert inproc(tool, capsys, "rm", name + "c", name + "s")[0] == 0
     fig = side["figures"]
     if test in ("bw", "sbw"):
