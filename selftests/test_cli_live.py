@@ -3,7 +3,7 @@
 the module), --warmup, one line per --interval from progress/, and the
 progress bar on a terminal (only there).
 
-As test_cli.py: the CLI as a subprocess, its output checked against the
+As test_cli.py (its cli()), the output checked against the
 sessions' sysfs files and the arithmetic of the counters.
 """
 

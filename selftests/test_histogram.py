@@ -17,7 +17,6 @@ merging of buckets that keeps the file within a page is KUnit's part).
 
 import json
 import os
-import subprocess
 
 import pytest
 
@@ -25,7 +24,7 @@ from lib import krping
 from lib.krping import (bench_latency_samples, histogram_problems, run_pair,
                         session_histogram, session_latency, session_reset,
                         start_running)
-from test_cli import PY, TOOL, valid, validator  # noqa: F401 (fixture)
+from test_cli import cli as run_cli, valid, validator  # noqa: F401
 
 COUNT = 20
 SIZE = 64
@@ -92,12 +91,7 @@ def test_histogram_while_running_and_after_stop(pool):
 # the CLI
 
 def cli(*args, check=0):
-    cp = subprocess.run([PY, str(TOOL)] + [str(a) for a in args],
-                        capture_output=True, text=True,
-                        timeout=krping.TIMEOUT)
-    assert cp.returncode == check, \
-        f"exit {cp.returncode}\nstdout: {cp.stdout}\nstderr: {cp.stderr}"
-    return cp
+    return run_cli(*args, check=check)
 
 
 @pytest.fixture
