@@ -121,7 +121,16 @@ static int krping_bench_finish(struct krping_run *run)
 	 */
 	if (!client)
 		return krping_send_msg(run, 0, 0, 0, 0);
-	return krping_wait_disconnect(run, KRPING_BENCH_LINGER);
+	/*
+	 * The answer has come: both sides have counted everything, and how
+	 * the server's leaving shows here does not change that (a
+	 * disconnect, a flush, an error). A siw client once failed with
+	 * ECONNRESET here, its counters and the server's complete, under the
+	 * debug kernel (a fatal QP event is the likely source; not
+	 * reproduced in 48 runs). Only a stop ends the run otherwise.
+	 */
+	ret = krping_wait_disconnect(run, KRPING_BENCH_LINGER);
+	return ret == -EINTR ? ret : 0;
 }
 
 /**

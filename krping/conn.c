@@ -404,8 +404,13 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 			if (!deadline) {
 				deadline = jiffies + KRPING_DISCONNECT_GRACE;
 			} else if (time_after_eq(jiffies, deadline)) {
-				if (flushing)
+				if (flushing) {
+					pr_debug("%s: peer gone, %d of %d done\n",
+						 run_name(run),
+						 krping_read_count(counter),
+						 target);
 					return -ECONNRESET;
+				}
 				WRITE_ONCE(run->peer_left, true);
 				rdma_disconnect(run->conn_id);
 				flushing = true;
@@ -570,8 +575,10 @@ static void krping_qp_event(struct ib_event *ev, void *context)
 {
 	struct krping_run *run = context;
 
-	if (ev->event == IB_EVENT_QP_FATAL)
+	if (ev->event == IB_EVENT_QP_FATAL) {
+		pr_debug("%s: QP fatal error\n", run_name(run));
 		krping_fail(run, -ECONNRESET);
+	}
 }
 
 static int krping_wc_errno(enum ib_wc_status status)
