@@ -117,7 +117,10 @@ def pair_scenario(test, addr, device=None):
     return run
 
 
-@pytest.mark.parametrize("test", ["ping", "wlat", "rlat", "bw", "fr"])
+# rlat and bw allocate what wlat and ping do (their walks had 39 and 38
+# points, as those): their setup is the same code, and a benchmark's
+# loop allocates nothing. fr registers MRs of its own.
+@pytest.mark.parametrize("test", ["ping", "wlat", "fr"])
 def test_session_allocations(test, capsys):
     """Every allocation with rdma_krping on the stack, of creating,
     configuring, starting and connecting a pair of test, and of the
