@@ -96,15 +96,12 @@ def tool():
 
 
 def inproc(tool, capsys, *args):
-    """Run the tool's main() in this process (quick commands: no python
-    start-up, which costs seconds under TCG); (status, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        rc = tool.main([str(a) for a in args])
-    except SystemExit as e:             # argparse: --help, usage errors
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+    """cli() in this process as (status, stdout, stderr); tool is the
+    module cli() runs (load_tool()'s), as the tests that patch it
+    expect."""
+    assert tool is load_tool()
+    cp = cli(*args)
+    return cp.returncode, cp.stdout, cp.stderr
 
 
 def interrupt_when_running(argv, session, timeout):
