@@ -27,9 +27,14 @@ from lib.krping import (bench_stats, bench_latency_samples,
 COUNT = 20
 SIZE = {"ping": 64, "wlat": 4096, "rlat": 4096, "bw": 4096, "fr": 65536,
         "slat": 4096, "sbw": 4096}
-# A stop or rmdir must return within this (the ABI says about a second;
-# TCG gets some slack), and the peer must notice within PEER_END.
-STOP_LIMIT = 2.0
+# A stop or rmdir returns once the session's threads have released their
+# RDMA resources (Documentation/krping.rst, "Starting and stopping"):
+# within STOP_LIMIT, and the peer must notice within PEER_END. The debug
+# kernel (KASAN, lockdep) takes a few times longer: the rmdir of a qps=4
+# bw server, beside its client's four busy-polling threads on two vCPUs,
+# took 0.6 to 1.5 s in 12 runs with three guests on two cores, and 3.5 s
+# once in CI.
+STOP_LIMIT = 6.0 if krping.SLOW else 2.0
 PEER_END = 10.0
 
 
