@@ -95,11 +95,8 @@ def tool():
     return load_tool()
 
 
-def inproc(tool, capsys, *args):
-    """cli() in this process as (status, stdout, stderr); tool is the
-    module cli() runs (load_tool()'s), as the tests that patch it
-    expect."""
-    assert tool is load_tool()
+def inproc(*args):
+    """cli() in this process, as (status, stdout, stderr)."""
     cp = cli(*args)
     return cp.returncode, cp.stdout, cp.stderr
 
@@ -164,19 +161,19 @@ def common(port=None, count=10):
 # --------------------------------------------------------------------------
 
 @krping.STOCK_ONLY
-def test_help(tool, capsys):
-    rc, out, _ = inproc(tool, capsys, "--help")
+def test_help():
+    rc, out, _ = inproc("--help")
     assert rc == 0
     for word in ("run", "pair", "show", "list", "stop", "reset", "rm"):
         assert word in out
-    rc, out, _ = inproc(tool, capsys, "pair", "--help")
+    rc, out, _ = inproc("pair", "--help")
     assert rc == 0
     for opt in ("--all", "--json", "--keep", "--mem-mode", "--test",
                 "--duplex", "--poll", "--txdepth", "--options",
                 "--max-median", "--max-p99", "--max-p999", "--max-avg",
                 "--min-bw", "--min-rate"):
         assert opt in out
-    rc, out, _ = inproc(tool, capsys, "show", "--help")
+    rc, out, _ = inproc("show", "--help")
     assert rc == 0 and "--prometheus" in out
     # and the script itself starts
     assert "usage: krping" in cli("--help", check=0, process=True).stdout
@@ -227,9 +224,9 @@ def test_is_rxe(tool, tmp_path, monkeypatch):
 
 
 @krping.STOCK_ONLY
-def test_no_module_dir(tool, capsys, monkeypatch):
+def test_no_module_dir(tool, monkeypatch):
     monkeypatch.setattr(tool, "CONFIGFS", "/nonexistent/krping")
-    rc, _, err = inproc(tool, capsys, "pair", "--addr", krping.SERVER_ADDR)
+    rc, _, err = inproc("pair", "--addr", krping.SERVER_ADDR)
     assert rc == 2
     assert "/nonexistent/krping not found" in err
     assert "rdma_krping" in err
@@ -306,26 +303,26 @@ def test_run_both_sides_with_option_strings(name):
 
 
 @krping.STOCK_ONLY
-def test_keep_show_list_reset_rm(name, tool, capsys):
+def test_keep_show_list_reset_rm(name):
     cli("pair", *common(count=3), "--name", name, "--keep", check=0)
     assert leftovers(name) == [name + "c", name + "s"]
-    rc, out, _ = inproc(tool, capsys, "list")
+    rc, out, _ = inproc("list")
     assert rc == 0
     assert any(l.split()[:2] == [name + "c", "done"]
                for l in out.splitlines()), out
-    rc, out, _ = inproc(tool, capsys, "show", name + "s", "--json")
+    rc, out, _ = inproc("show", name + "s", "--json")
     assert rc == 0
     assert json.loads(out)["stats"] == ping_stats("server", 3, 64)
-    rc, out, _ = inproc(tool, capsys, "show", name + "c")
+    rc, out, _ = inproc("show", name + "c")
     assert rc == 0
     assert out.startswith(f"{name}c: done, error 0, device {krping.PROVIDER}")
     if (krping.SYSFS / (name + "c") / "reset").exists():
-        assert inproc(tool, capsys, "reset", name + "c")[0] == 0
+        assert inproc("reset", name + "c")[0] == 0
         assert krping.Session(name + "c", create=False).stats() == \
             dict.fromkeys(krping.STATS, 0)
-    assert inproc(tool, capsys, "rm", name + "c", name + "s")[0] == 0
+    assert inproc("rm", name + "c", name + "s")[0] == 0
     assert leftovers(name) == []
-    rc, _, err = inproc(tool, capsys, "rm")
+    rc, _, err = inproc("rm")
     assert rc == 2 and "--all" in err
 
 
@@ -350,18 +347,18 @@ def test_value_refused(name):
 
 
 @krping.STOCK_ONLY
-def test_usage_errors(tool, capsys):
-    rc, _, err = inproc(tool, capsys, "run", "--addr", krping.SERVER_ADDR)
+def test_usage_errors():
+    rc, _, err = inproc("run", "--addr", krping.SERVER_ADDR)
     assert rc == 2 and "--server or --client" in err
-    rc, _, err = inproc(tool, capsys, "pair", "--count", 1)
+    rc, _, err = inproc("pair", "--count", 1)
     assert rc == 2 and "--addr is required" in err
-    rc, _, err = inproc(tool, capsys, "pair", "--test", "nope")
+    rc, _, err = inproc("pair", "--test", "nope")
     assert rc == 2 and "invalid choice" in err
-    rc, _, err = inproc(tool, capsys, "show", "no-such-session")
+    rc, _, err = inproc("show", "no-such-session")
     assert rc == 2 and "no session 'no-such-session'" in err
-    rc, _, err = inproc(tool, capsys, "show")
+    rc, _, err = inproc("show")
     assert rc == 2 and "name the sessions" in err
-    rc, _, err = inproc(tool, capsys, "show", "--json", "--prometheus")
+    rc, _, err = inproc("show", "--json", "--prometheus")
     assert rc == 2 and "not both" in err
 
 
@@ -402,7 +399,7 @@ def test_interrupt_removes_sessions(name):
 @krping.STOCK_ONLY
 @needs_bench
 @pytest.mark.parametrize("test", ["wlat", "rlat", "bw", "slat", "sbw"])
-def test_benchmark_table_and_json(name, tool, capsys, test):
+def test_benchmark_table_and_json(name, tool, test):
     cp = cli("pair", *common(count=10), "--size", 4096, "--test", test,
              "--name", name, "--both", "--keep", check=0)
     head = BW_HEAD if test in ("bw", "sbw") else LAT_HEAD
@@ -410,14 +407,14 @@ def test_benchmark_table_and_json(name, tool, capsys, test):
     assert head in lines, cp.stdout
     row = lines[lines.index(head) + 1].split()
     assert row[:2] == ["4096", "10"]
-    rc, out, _ = inproc(tool, capsys, "show", name + "c", "--json")
+    rc, out, _ = inproc("show", name + "c", "--json")
     assert rc == 0
     side = json.loads(out)
     # the note under rlat on rxe (what perftest's ib_read_lat differs in)
     noted = tool.RLAT_RXE_NOTE in cp.stderr
     assert noted == (test == "rlat" and krping.PROVIDER == "rxe"), cp.stderr
     assert tool.is_rxe(side["device"]) == (krping.PROVIDER == "rxe")
-    assert inproc(tool, capsys, "rm", name + "c", name + "s")[0] == 0
+    assert inproc("rm", name + "c", name + "s")[0] == 0
     fig = side["figures"]
     if test in ("bw", "sbw"):
         bw = side["bandwidth"]
@@ -548,8 +545,7 @@ PASSING = {"latency": ["--max-median", 1e7, "--max-p99", 1e7,
 @krping.STOCK_ONLY
 @needs_bench
 @pytest.mark.parametrize("test", TESTS)
-def test_json_schema_and_thresholds_met(name, tool, capsys, validator,
-                                        test):
+def test_json_schema_and_thresholds_met(name, validator, test):
     kind = ("latency" if test in LAT_TESTS else
             "bandwidth" if test in BW_TESTS else None)
     limits = PASSING.get(kind, [])
@@ -578,7 +574,7 @@ def test_json_schema_and_thresholds_met(name, tool, capsys, validator,
         assert c["met"] and c["value"] == fig[c["figure"]], c
     # show: one side, several sides; list
     for names in ([name + "c"], [name + "c", name + "s"]):
-        rc, out, _ = inproc(tool, capsys, "show", *names, "--json")
+        rc, out, _ = inproc("show", *names, "--json")
         assert rc == 0
         shown = strict_json(out)
         valid(validator, shown)
@@ -587,21 +583,21 @@ def test_json_schema_and_thresholds_met(name, tool, capsys, validator,
             assert shown[1]["stats"] == run["sides"]["server"]["stats"]
         else:
             assert shown["stats"] == run["sides"]["client"]["stats"]
-    rc, out, _ = inproc(tool, capsys, "list", "--json")
+    rc, out, _ = inproc("list", "--json")
     assert rc == 0
     listed = strict_json(out)
     valid(validator, listed)
     assert {"name": name + "c", "state": "done", "role": "client",
             "test": test, "error": 0,
             "device": run["sides"]["client"]["device"]} in listed
-    assert inproc(tool, capsys, "rm", name + "c", name + "s")[0] == 0
+    assert inproc("rm", name + "c", name + "s")[0] == 0
 
 
 # --------------------------------------------------------------------------
 # thresholds
 
 @krping.STOCK_ONLY
-def test_threshold_usage_errors(name, tool, capsys):
+def test_threshold_usage_errors(name):
     base = ["pair", "--addr", krping.SERVER_ADDR, "--name", name]
     for args, want in (
             (["--test", "wlat", "--min-bw", 1],
@@ -614,20 +610,20 @@ def test_threshold_usage_errors(name, tool, capsys):
             (["-o", "test=bw", "--max-median", 5],
              "--max-median applies to ping, wlat, rlat and slat, not to "
              "test 'bw'")):
-        rc, _, err = inproc(tool, capsys, *base, *args)
+        rc, _, err = inproc(*base, *args)
         assert (rc, err) == (2, f"krping: {want}\n")
-    rc, _, err = inproc(tool, capsys, "run", "--server", *base[1:],
+    rc, _, err = inproc("run", "--server", *base[1:],
                         "--test", "rlat", "--max-p999", 100)
     assert rc == 2
     assert "the server of 'rlat' reports no latency figures" in err
     for bad in ("0", "-5", "nan", "inf", "fast"):
-        rc, _, err = inproc(tool, capsys, *base, "--max-p99", bad)
+        rc, _, err = inproc(*base, "--max-p99", bad)
         assert rc == 2 and "--max-p99" in err, err
 
 
 @krping.STOCK_ONLY
 @needs_bench
-def test_threshold_missed(name, tool):
+def test_threshold_missed(name):
     # a median of at most 1 ns: no run meets it, on either side
     cp = cli("pair", *common(count=10), "--test", "wlat", "--both",
              "--json", "--name", name, "--max-p99", 1e7,
@@ -763,14 +759,14 @@ def expected_metrics(name):
 
 @krping.STOCK_ONLY
 @needs_bench
-def test_prometheus(name, tool, capsys):
+def test_prometheus(name):
     cli("pair", *common(count=10), "--test", "wlat", "--name", name + "l",
         "--keep", check=0)
     cli("pair", *common(count=10), "--test", "bw", "--size", 4096,
         "--name", name + "b", "--keep", check=0)
     ours = [name + "lc", name + "ls", name + "bc", name + "bs"]
     try:
-        rc, out, _ = inproc(tool, capsys, "show", "--prometheus")
+        rc, out, _ = inproc("show", "--prometheus")
         assert rc == 0
         types, samples = parse_prometheus(out)
         assert types["krping_send_bytes_total"] == "counter"
@@ -785,11 +781,11 @@ def test_prometheus(name, tool, capsys):
         assert [v for (m, _), v in bc.items()
                 if m == "krping_bandwidth_bytes"] == [40960]
         # named sessions only
-        rc, out, _ = inproc(tool, capsys, "show", "--prometheus", name + "ls")
+        rc, out, _ = inproc("show", "--prometheus", name + "ls")
         assert rc == 0
         assert parse_prometheus(out)[1] == expected_metrics(name + "ls")
     finally:
-        assert inproc(tool, capsys, "rm", *ours)[0] == 0
+        assert inproc("rm", *ours)[0] == 0
 
 
 @krping.STOCK_ONLY
