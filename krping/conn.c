@@ -33,9 +33,11 @@
 /*
  * Connection requests a listener may hold before it takes them. On
  * iWARP it is the TCP listener's backlog, and siw also sizes the
- * listener's pool of accept work by it: with 1, a few TCP connections
- * that open and close at once (a port scan) use up the pool and a real
- * client behind them is never accepted. rping listens with 3.
+ * listener's pool of accept work by it, two items short of what a burst
+ * of connections needs (fixed by the test bed's siw patch 0006): with
+ * 1, a few TCP connections that open and close at once (a port scan)
+ * use up the pool and a real client behind them is never accepted.
+ * rping listens with 3.
  */
 #define KRPING_LISTEN_BACKLOG		8
 /* A draining group's nap between two polls (see krping_idle()). */
