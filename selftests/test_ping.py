@@ -144,6 +144,17 @@ PROBES = 20
 RESET = struct.pack("ii", 1, 0)         # SO_LINGER on, 0 s: close sends RST
 
 
+def client_after_probes(srv, cli):
+    """Once the probes' closes have reached the provider, the server
+    still listens, and a client of count=5 size=64 runs to the end with
+    it; then the server's session goes."""
+    time.sleep(0.5)
+    assert srv.state == "listening", srv.describe()
+    cli.start()
+    check_run(srv, cli, 5, 64, srv.wait_end(), cli.wait_end())
+    srv.remove()
+
+
 def test_server_survives_a_port_probe(pool):
     """TCP connections to a listening server's port that close at once
     (a port scan; every other one resets) leave it listening: each
@@ -174,12 +185,7 @@ def test_server_survives_a_port_probe(pool):
         except ConnectionRefusedError:
             pass
     assert taken == (PROBES if krping.IWARP else 0)
-    # the probes' closes reach the provider before the client comes
-    time.sleep(0.5)
-    assert srv.state == "listening", srv.describe()
-    cli.start()
-    check_run(srv, cli, 5, 64, srv.wait_end(), cli.wait_end())
-    srv.remove()
+    client_after_probes(srv, cli)
 
 
 BURST = 24
@@ -273,11 +279,7 @@ def test_server_survives_a_burst_of_connections(pool):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
         s.close()
     assert connected == (BURST if krping.IWARP else 0)
-    time.sleep(0.5)
-    assert srv.state == "listening", srv.describe()
-    cli.start()
-    check_run(srv, cli, 5, 64, srv.wait_end(), cli.wait_end())
-    srv.remove()
+    client_after_probes(srv, cli)
 
 
 def test_server_count_zero_runs_the_clients_count(pool):
