@@ -13,6 +13,7 @@
 
 #include <linux/delay.h>
 #include <linux/kthread.h>
+#include <linux/rcupdate.h>
 #include <linux/scatterlist.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -1247,6 +1248,25 @@ void krping_destroy_id(struct rdma_cm_id *id)
 }
 
 /**
+ * krping_free_cq() - free a CQ once its softirq poller has let go of it
+ * @cq: the CQ, whose QP is drained and destroyed
+ * @polled: whether a QP ever fed it completions
+ *
+ * ib_poll_handler() calls irq_poll_complete() and only then re-arms the
+ * CQ, so ib_free_cq()'s irq_poll_disable() can return while the handler
+ * that ran the drain's last completion still reads the CQ: KASAN saw
+ * that use after free on a loaded host (still so in 7.2). The handler
+ * runs with softirqs disabled, which a normal grace period waits for;
+ * the drained CQ is empty, so nothing schedules the handler again.
+ */
+static void krping_free_cq(struct ib_cq *cq, bool polled)
+{
+	if (polled && cq->poll_ctx == IB_POLL_SOFTIRQ)
+		synchronize_rcu();
+	ib_free_cq(cq);
+}
+
+/**
  * krping_teardown() - release everything a run created
  * @run: the run
  *
@@ -1258,6 +1278,7 @@ void krping_teardown(struct krping_run *run)
 {
 	bool server = run->opts->role == KRPING_ROLE_SERVER;
 	struct rdma_cm_id *child;
+	bool had_qp = run->qp;
 
 	if (run->port_events.device)
 		ib_unregister_event_handler(&run->port_events);
@@ -1295,7 +1316,7 @@ void krping_teardown(struct krping_run *run)
 		krping_buf_free(run, &run->grant_buf);
 	}
 	if (run->cq)
-		ib_free_cq(run->cq);
+		krping_free_cq(run->cq, had_qp);
 	if (run->pd)
 		ib_dealloc_pd(run->pd);
 	if (child)
