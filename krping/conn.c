@@ -1256,13 +1256,15 @@ void krping_destroy_id(struct rdma_cm_id *id)
  * CQ, so ib_free_cq()'s irq_poll_disable() can return while the handler
  * that ran the drain's last completion still reads the CQ: KASAN saw
  * that use after free on a loaded host (still so in 7.2). The handler
- * runs with softirqs disabled, which a normal grace period waits for;
- * the drained CQ is empty, so nothing schedules the handler again.
+ * runs with softirqs disabled, which a grace period waits for; the
+ * drained CQ is empty, so nothing schedules the handler again. An
+ * expedited one: a normal grace period per run added minutes to the
+ * test suite's teardown-heavy tests under TCG.
  */
 static void krping_free_cq(struct ib_cq *cq, bool polled)
 {
 	if (polled && cq->poll_ctx == IB_POLL_SOFTIRQ)
-		synchronize_rcu();
+		synchronize_rcu_expedited();
 	ib_free_cq(cq);
 }
 
