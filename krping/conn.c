@@ -1258,8 +1258,8 @@ void krping_destroy_id(struct rdma_cm_id *id)
  * that use after free on a loaded host (still so in 7.2). The handler
  * runs with softirqs disabled, which a grace period waits for; the
  * drained CQ is empty, so nothing schedules the handler again. An
- * expedited one: a normal grace period per run added minutes to the
- * test suite's teardown-heavy tests under TCG.
+ * expedited one, so that a teardown does not wait for the ticks of a
+ * normal one; it interrupts the other CPUs once per run.
  */
 static void krping_free_cq(struct ib_cq *cq, bool polled)
 {
