@@ -99,5 +99,17 @@ tb_kimage() {
 tb_now() { date +%s.%N; }
 tb_elapsed() { awk -v a="$1" -v b="$(tb_now)" 'BEGIN { printf "%.1f", b - a }'; }
 
+# tb_python_bytecode: compile the selftests' python here, on the host,
+# into their __pycache__ (pytest's assertion-rewritten test modules too,
+# by collecting them). A guest sees the tree read-only and would
+# otherwise compile all of it at every python start: pytest's collection
+# took 23 to 25 s in a 6.12 guest without the bytecode, 9 to 11 s with it.
+# Best effort: without it the guests only start more slowly.
+tb_python_bytecode() {
+	(cd "$REPO_DIR/selftests" &&
+		env -u PYTHONDONTWRITEBYTECODE /usr/bin/python3 -m pytest -q -c pytest.ini \
+			--rootdir . --collect-only >/dev/null 2>&1) || true
+}
+
 # tb_is_debug RELEASE: is it one of the test bed's debug kernels?
 tb_is_debug() { [[ $1 == *-kdebug || $1 == *-kcsan ]]; }
