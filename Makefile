@@ -26,13 +26,14 @@
 #                         the debug kernel (KASAN, lockdep, kmemleak) with
 #                         KUnit and the selftests over rxe and siw, the suite
 #                         across a 6.12 and a 6.1 guest over rxe (two-host)
-#                         and two 6.12 guests over rxe (two-host-rxe) and siw
-#                         (two-host-siw) and ropcie's PCI link (two-host-ropcie),
+#                         and over ropcie's PCI link (two-host-ropcie), and
+#                         two 6.12 guests over siw (two-host-siw),
 #                         the Debian package (package), stages overlapping;
 #                         summary, last line "N passed, N failed, ..."
 #   make check-STAGE      one stage of check (deps build bed selftests
 #                         selftests-6.1 newest debug-kernel debug-kunit debug-rxe debug-siw
-#                         two-host two-host-rxe two-host-ropcie two-host-siw), or
+#                         two-host two-host-ropcie two-host-siw), or
+#                         two-host-rxe: RoCE across two 6.12 guests (not in check), or
 #                         package: the .deb installed on the host, DKMS builds,
 #                         modprobe and a ping in a 6.12 guest, purge, or
 #                         kunit: the KUnit suites on UML (not in check), or

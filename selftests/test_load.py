@@ -7,7 +7,10 @@ run at the same time; every run must end done with exact counters, and
 after removing them krping must have given back what it took: no
 session directory, no kthread, no RDMA resource, and unreclaimable slab
 and available memory back where they were (meminfo with caches dropped
-and empty slabs shrunk; kmemleak too where the kernel has it).
+and empty slabs shrunk). On a kernel with kmemleak (the debug kernel)
+the test bed's scan after the suite is the leak check: two scans of
+their own took 60 to 130 s of this test there, and a leak they found
+would be in that scan too, with its allocation's stack.
 
 KRPING_SLOW=1 (debug kernel) keeps the 64 pairs but cuts the counts.
 test_lifecycle.py covers stopping one count=0 pair (either side) and
@@ -86,11 +89,10 @@ def test_64_concurrent_pairs(capsys):
     done with exact counters; after the second round (the first warms
     the caches) memory is back within TOLERANCE_KB and no RDMA resource
     of krping is left. On a debug kernel (KRPING_SLOW=1, where KASAN's
-    quarantine makes meminfo meaningless anyway) one round, and kmemleak
-    (the test bed scans after the suite too) is the leak check."""
+    quarantine makes meminfo meaningless anyway) one round, and the test
+    bed's kmemleak scan after the suite is the leak check."""
     assert krping.krping_leftovers() == []
     base = krping.rdma_resource_counts()
-    krping.kmemleak_scan()                  # only new reports count below
     first = load_round(COUNT)
     if krping.SLOW:
         assert krping.rdma_resource_counts() == base
@@ -104,10 +106,6 @@ def test_64_concurrent_pairs(capsys):
         with capsys.disabled():
             print(f"# {PAIRS} pairs x {COUNT} iterations: {first:.1f}s, "
                   f"then {second:.1f}s; memory growth {growth} kB")
-    leaks = krping.kmemleak_scan()
-    if leaks:
-        leaks = [b for b in leaks if "krping" in b]
-    assert not leaks, "kmemleak:\n" + "\n".join(leaks)
 
 
 def test_count0_pairs_stopped_after_a_while(pool):

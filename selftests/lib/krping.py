@@ -1193,7 +1193,7 @@ def bandwidth_problems(bw, size):
     return p
 
 
-# --- leaks: memory, krping's own objects, kmemleak --------------------------
+# --- leaks: memory and krping's own objects ---------------------------------
 
 MEMINFO_KEYS = ("MemAvailable", "Slab", "SUnreclaim", "Percpu", "VmallocUsed")
 # Pages on the per-CPU free lists are free, but meminfo counts them as in
@@ -1290,33 +1290,6 @@ def assert_memory_returned(before, tolerance_kb=1024, avail_tolerance_kb=4096,
                               f"{settle_s:.0f} s to settle): growth {growth} "
                               f"kB; meminfo lines that moved (kB more "
                               f"after): {memory_movers(before, snap)}")
-
-
-KMEMLEAK = Path("/sys/kernel/debug/kmemleak")
-_kmemleak_seen = set()
-
-
-def kmemleak_scan():
-    """Trigger a kmemleak scan; return the reports not returned before (a
-    list of text blocks), or None on kernels without kmemleak. An object is
-    only reported once it has been unreferenced for 5 s: call this a few
-    seconds after the objects should have been freed."""
-    if not KMEMLEAK.exists():
-        return None
-    if write_errno(KMEMLEAK, "scan"):
-        return None
-    text = read_text(KMEMLEAK)
-    blocks, cur = [], []
-    for line in text.splitlines():
-        if line.startswith("unreferenced object") and cur:
-            blocks.append("\n".join(cur))
-            cur = []
-        cur.append(line)
-    if cur:
-        blocks.append("\n".join(cur))
-    new = [b for b in blocks if b.splitlines()[0] not in _kmemleak_seen]
-    _kmemleak_seen.update(b.splitlines()[0] for b in new)
-    return new
 
 
 def krping_leftovers():
