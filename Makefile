@@ -31,8 +31,10 @@
 #                         the Debian package (package), stages overlapping;
 #                         summary, last line "N passed, N failed, ..."
 #   make check-STAGE      one stage of check (deps build bed selftests
-#                         selftests-6.1 newest debug-kernel debug-kunit debug-rxe debug-siw
+#                         selftests-6.1 newest debug-kernel debug-rxe debug-siw
 #                         two-host two-host-ropcie two-host-siw), or
+#                         debug-kunit: the KUnit suites alone in a debug-kernel
+#                         VM (not in check: debug-siw runs them), or
 #                         two-host-rxe: RoCE across two 6.12 guests (not in check), or
 #                         package: the .deb installed on the host, DKMS builds,
 #                         modprobe and a ping in a 6.12 guest, purge, or

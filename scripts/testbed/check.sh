@@ -49,19 +49,22 @@
 #              kmemleak, ...; cached) and the modules built for it, W=1
 #                                              -> debug-kernel.tap,
 #                                                 debug-kernel-build.tap
-#   debug-kunit   the KUnit modules loaded in a debug-kernel VM (2 CPUs)
+#   debug-kunit   (only when named) the KUnit modules alone in a
+#              debug-kernel VM (debug-siw loads them too)
 #                                              -> debug-kunit.tap (+ -dmesg)
 #   debug-rxe  selftests/run_tests.sh on the debug kernel over rxe, but
 #              the tests marked stock_only, the sessions' allocation-
 #              failure walks and the device-reaching files debug-siw
 #              runs (DEBUG_SIW_ONLY), then kmemleak scans and module
 #              unload                         -> debug-rxe.tap (+ -dmesg)
-#   debug-siw  the device-reaching files over siw (iWARP): each such file
-#              runs on the debug kernel over one of the two providers
-#              (DEBUG_SIW_ONLY here, the rest in debug-rxe), with the
-#              sessions' allocation-failure walks (test_alloc_faults.py),
-#              not ropcie's or the module loads' (debug-rxe ran them)
-#                                             -> debug-siw.tap
+#   debug-siw  the KUnit modules, loaded one by one, then the
+#              device-reaching files over siw (iWARP), in one VM: each
+#              such file runs on the debug kernel over one of the two
+#              providers (DEBUG_SIW_ONLY here, the rest in debug-rxe),
+#              with the sessions' allocation-failure walks
+#              (test_alloc_faults.py), not ropcie's or the module loads'
+#              (debug-rxe ran them)
+#                               -> debug-siw.tap, debug-siw-kunit.tap
 #   kunit      (only when named) scripts/kunit.sh --tap (UML) -> kunit.tap
 #   package    package-test.sh (after the one-host stages): the
 #              .deb of make deb installed on the host with dpkg, DKMS's
@@ -98,8 +101,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 # The stages make check runs, longest chain first (see NEEDS below); kunit
-# (UML) runs only when asked for, since debug-kunit runs the same suites
-# on an SMP kernel with the checkers.
+# (UML) runs only when asked for, since debug-siw runs the same suites
+# on an SMP kernel with the checkers, and so does debug-kunit (a guest of
+# its own cost about 200 s more: boot, setup and kmemleak's scans).
 # package installs into the host's /lib/modules, so it waits for every
 # one-host stage (its NEEDS: they load modules by hand) and runs beside
 # the pair stages, after two-host-siw, beside two-host-ropcie (a replay
@@ -108,9 +112,10 @@ set -euo pipefail
 # The full one-host suite runs on each kernel of the matrix: selftests
 # (Debian 12's 6.12), selftests-6.1 (Debian 12's 6.1) and newest
 # (unstable's newest kernel, found at run time).
-ALL=(deps build debug-kernel bed debug-rxe debug-kunit debug-siw selftests
+ALL=(deps build debug-kernel bed debug-rxe debug-siw selftests
 	selftests-6.1 newest two-host two-host-siw two-host-ropcie package)
-KNOWN=("${ALL[@]}" smoke kunit kcsan two-host-rxe two-host-all two-host-ropcie-debug)
+KNOWN=("${ALL[@]}" smoke kunit debug-kunit kcsan two-host-rxe two-host-all
+	two-host-ropcie-debug)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}
 SELFTESTS_KVER=${KRPING_SELFTESTS_KVER:-6.12}
 SMOKE_KVER=${KRPING_SMOKE_KVER:-6.1}
@@ -435,17 +440,38 @@ debug_vm() {
 		--dmesg-tap "$RESULTS/$stage-dmesg.tap" "$@" | tee "$RESULTS/$stage.tap"
 }
 
-stage_debug-kunit() {
+# The KUnit modules in a debug-kernel guest: guest-kunit loads them there
+# one by one and keeps each one's kernel log in the guest's output dir,
+# kunit_tap makes TAP of the logs on the host afterwards.
+# kunit_tap STAGE: that TAP on stdout (exit status 1 on a failure).
+kunit_tap() {
+	local rel
+	rel=$("$TB_DIR/debug-kernel.sh" --release 2>/dev/null) || return 0
+	[[ -f $KRPING_CACHE/ko/$rel/rdma_krping.ko ]] || return 0
+	"$TB_DIR/kunit-tap" "$KRPING_CACHE/ko/$rel/kunit" "$RESULTS/vm-$1/kunit" \
+		"/usr/src/linux-headers-$rel/source/tools/testing/kunit"
+}
+# guest_kunit_argv: guest-kunit's command line (its logs in the guest's
+# output dir, KRPING_OUT there). Clears the logs of an earlier run.
+guest_kunit_argv() {
 	local rel
 	rel=$("$TB_DIR/debug-kernel.sh" --release 2>/dev/null) || rel=none
+	rm -rf "$RESULTS/vm-$1/kunit"
+	KUNIT_ARGV=("$TB_DIR/guest-kunit" "$KRPING_CACHE/ko/$rel/kunit")
+}
+stage_debug-kunit() {
+	local rc=0
+	guest_kunit_argv debug-kunit
+	# shellcheck disable=SC2016 # expanded by the guest's sh
 	debug_vm debug-kunit --no-rdma --no-krping --no-ropcie -- \
-		"$TB_DIR/guest-kunit" "$KRPING_CACHE/ko/$rel/kunit" \
-		"/usr/src/linux-headers-$rel/source/tools/testing/kunit"
+		sh -c '"$0" "$1" "$KRPING_OUT/kunit"' "${KUNIT_ARGV[@]}" || rc=1
+	kunit_tap debug-kunit | tee "$RESULTS/debug-kunit-suites.tap" || rc=1
+	return "$rc"
 }
 # The debug kernel runs the suite about ten times slower than Debian's
 # (TCG, KASAN, lockdep, kmemleak), so its stages leave out the tests
 # marked stock_only: their kernel path is the same on every kernel and
-# is covered here by a representative, KUnit (debug-kunit) or another
+# is covered here by a representative, KUnit (debug-siw) or another
 # test; the selftests stage runs them all.
 DEBUG_PYTEST=(-m "not stock_only and not two_host")
 # Each file that reaches an RDMA device runs on this kernel over one
@@ -473,15 +499,24 @@ stage_debug-rxe() {
 	debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
 		--deselect "$ALLOC_SESSIONS" "${DEBUG_SIW_ONLY[@]/#/--ignore=}"
 }
+# The KUnit modules first: their kernel log is then short, and a suite
+# that breaks the kernel shows before the selftests' noise.
 stage_debug-siw() {
-	debug_vm debug-siw --provider siw -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
+	local rc=0
+	guest_kunit_argv debug-siw
+	# shellcheck disable=SC2016 # expanded by the guest's sh
+	debug_vm debug-siw --provider siw -- \
+		sh -c '"$0" "$1" "$KRPING_OUT/kunit"; shift; exec selftests/run_tests.sh "$@"' \
+		"${KUNIT_ARGV[@]}" "${DEBUG_PYTEST[@]}" \
 		"${DEBUG_SIW_SKIP[@]/#/--ignore=}" \
 		--deselect test_load.py::test_64_concurrent_pairs \
 		--deselect "test_faults.py::test_server_fault_mid_run[link_down]" \
 		--deselect "test_faults.py::test_server_fault_mid_run[link_delete]" \
 		--deselect test_alloc_faults.py::test_ropcie_allocations \
 		--deselect test_alloc_faults.py::test_ropcie_link_add_allocations \
-		--deselect test_alloc_faults.py::test_module_load_allocations
+		--deselect test_alloc_faults.py::test_module_load_allocations || rc=1
+	kunit_tap debug-siw | tee "$RESULTS/debug-siw-kunit.tap" || rc=1
+	return "$rc"
 }
 
 # KCSAN cannot share a kernel with KASAN: a flavour of its own, not in
