@@ -443,21 +443,20 @@ debug_vm() {
 # The KUnit modules in a debug-kernel guest: guest-kunit loads them there
 # one by one and keeps each one's kernel log in the guest's output dir,
 # kunit_tap makes TAP of the logs on the host afterwards.
-# kunit_tap STAGE: that TAP on stdout (exit status 1 on a failure).
-kunit_tap() {
-	local rel
-	rel=$("$TB_DIR/debug-kernel.sh" --release 2>/dev/null) || return 0
-	[[ -f $KRPING_CACHE/ko/$rel/rdma_krping.ko ]] || return 0
-	"$TB_DIR/kunit-tap" "$KRPING_CACHE/ko/$rel/kunit" "$RESULTS/vm-$1/kunit" \
-		"/usr/src/linux-headers-$rel/source/tools/testing/kunit"
-}
-# guest_kunit_argv: guest-kunit's command line (its logs in the guest's
-# output dir, KRPING_OUT there). Clears the logs of an earlier run.
+# guest_kunit_argv STAGE: guest-kunit's command line in KUNIT_ARGV (its
+# logs in the guest's KRPING_OUT), the debug kernel's release in
+# KUNIT_REL (none if it is not built); clears the logs of an earlier run.
 guest_kunit_argv() {
-	local rel
-	rel=$("$TB_DIR/debug-kernel.sh" --release 2>/dev/null) || rel=none
+	KUNIT_REL=$("$TB_DIR/debug-kernel.sh" --release 2>/dev/null) || KUNIT_REL=none
 	rm -rf "$RESULTS/vm-$1/kunit"
-	KUNIT_ARGV=("$TB_DIR/guest-kunit" "$KRPING_CACHE/ko/$rel/kunit")
+	KUNIT_ARGV=("$TB_DIR/guest-kunit" "$KRPING_CACHE/ko/$KUNIT_REL/kunit")
+}
+# kunit_tap STAGE: the TAP of its guest's logs on stdout (exit status 1 on
+# a failure); nothing when debug_vm skipped the stage.
+kunit_tap() {
+	[[ -f $KRPING_CACHE/ko/$KUNIT_REL/rdma_krping.ko ]] || return 0
+	"$TB_DIR/kunit-tap" "$KRPING_CACHE/ko/$KUNIT_REL/kunit" "$RESULTS/vm-$1/kunit" \
+		"/usr/src/linux-headers-$KUNIT_REL/source/tools/testing/kunit"
 }
 stage_debug-kunit() {
 	local rc=0
