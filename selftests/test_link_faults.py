@@ -20,9 +20,10 @@ What must hold (Documentation/testing.rst, "Faults across hosts"):
   a margin, one with -ETIMEDOUT (the other may see its DISCONNECT);
 - a lost carrier (the NIC's link down) ends the run on that side with
   -ENETDOWN at once, even if it comes back, and its peer fails in the
-  same bound;
-- after a failure nothing of the runs is left, and with the link back a
-  new run works.
+  same bound (or, when the client's carrier came back, ends cleanly on
+  the client's DISCONNECT);
+- after a failure nothing of the runs is left, and with the link back
+  (both hosts see their carrier and an ACTIVE port) a new run works.
 """
 
 import errno
@@ -222,13 +223,69 @@ def gsi_states():
     return out
 
 
+def data_link_state(host):
+    """(operstate of host's data NIC, states of its RDMA ports, its
+    neighbour entry for the other host), host "here" or "there"."""
+    t = topo()
+    sh, addr, other = ((local_sh, t.local_addr, t.remote_addr)
+                       if host == "here" else
+                       (remote_sh, t.remote_addr, t.local_addr))
+    dev = netdev_of(addr, sh)
+    out = sh(f"cat /sys/class/net/{dev}/operstate; echo /; "
+             f"rdma -j link show; echo /; ip neigh show {other}")
+    oper, links, neigh = (part.strip() for part in out.split("/\n", 2))
+    ports = sorted({f"{p.get('ifname')}/{p.get('port')}:{p.get('state')}"
+                    for p in json.loads(links or "[]")
+                    if p.get("netdev") == dev})
+    return oper, ports, neigh
+
+
+def link_states():
+    """data_link_state() of both hosts, for a failure message."""
+    out = {}
+    for host in ("here", "there"):
+        try:
+            out[host] = data_link_state(host)
+        except Exception as e:          # diagnostics only
+            out[host] = str(e)
+    return out
+
+
+def link_back(whose):
+    """Wait until the host whose carrier came back ("here", "there" or
+    both) sees it: its data NIC's operstate up, its RDMA port ACTIVE.
+    QEMU's set_link answers when the virtual NIC's link is up; the guest
+    learns it from an interrupt, and its link watch acts on it up to a
+    second later (more under TCG). Until then the NIC's queue drops
+    what the host sends, an ARP reply as well, and a client's address
+    resolution gives up after 2 s (ETIMEDOUT)."""
+    hosts = ("here", "there") if whose == "both" else (whose,)
+
+    def up():
+        for host in hosts:
+            oper, ports, _ = data_link_state(host)
+            if oper != "up" or not ports or \
+                    any(not p.endswith(":ACTIVE") for p in ports):
+                return False
+        return True
+
+    t0 = time.monotonic()
+    try:
+        krping.wait_for(up, timeout=30, interval=0.2,
+                        what=f"the data link back on {'/'.join(hosts)}")
+    except TimeoutError as e:
+        raise AssertionError(f"{e}: {link_states()}") from None
+    return time.monotonic() - t0
+
+
 def next_run_works(pool):
     srv, cli = pool.pair(count=10, size=SIZE, validate=1)
     try:
         krping.run_pair(srv, cli, timeout=krping.TIMEOUT)
     except krping.StateTimeout as e:
         raise AssertionError(f"the next run after the fault: {e}; GSI QPs: "
-                             f"{gsi_states()}") from None
+                             f"{gsi_states()}; links: {link_states()}") \
+            from None
     problems = exact("ping", srv, cli, 10, SIZE)
     assert not problems, f"the next run after the fault: {problems}"
 
@@ -288,6 +345,7 @@ def link_control():
                     "vm-pair (KRPING_BED_CTL)")
     yield
     bed.set_link("both", True)
+    link_back("both")
 
 
 @pytest.mark.parametrize("whose", ["here", "there"])
@@ -297,6 +355,13 @@ def test_carrier_loss_fails_cleanly(pool, link_control, down, whose):
     # -ENETDOWN at once, however short the loss: the side whose carrier
     # went; its peer then fails when its work or its keepalive gets no
     # answer. The server is the remote host's, the client this host's.
+    # One exception: a client that lost its carrier for a moment sends
+    # its DISCONNECT as it fails, and the CM's resends bring it across
+    # once the link is back. A server that gets it between two
+    # iterations ends "done", as it does when a client of a count=0 ping
+    # is stopped (krping_server_loop()): to it, the client just left.
+    # (Seen once in four blips under load; the flush, -ECONNRESET, is
+    # the usual end.)
     before_res = krping.rdma_resource_counts()
     srv, cli = start_working(pool, "ping", 0,
                              peer_timeout_ms=PEER_TIMEOUT_MS)
@@ -311,11 +376,18 @@ def test_carrier_loss_fails_cleanly(pool, link_control, down, whose):
     assert lost.wait_end(bound) == "failed", lost.describe()
     assert lost.error == -errno.ENETDOWN, lost.describe()
     left = max(1.0, bound - (time.monotonic() - t0))
-    assert peer.wait_end(left) == "failed", peer.describe()
-    assert peer.error in (-errno.ETIMEDOUT, -errno.ECONNRESET), \
-        peer.describe()
+    ends = {"failed": (-errno.ETIMEDOUT, -errno.ECONNRESET)}
+    if down == "blip" and whose == "here":
+        ends["done"] = (0,)
+    end = peer.wait_end(left)
+    assert end in ends and peer.error in ends[end], peer.describe()
+    if end == "done":       # a clean end: whole iterations only
+        st = peer.stats()
+        assert st == krping.ping_stats("server", st["iterations"], SIZE), \
+            peer.describe()
     print(f"carrier {down} {whose}: {lost.name} -ENETDOWN, {peer.name} "
           f"{peer.error}, {time.monotonic() - t0:.1f}s after the loss")
     nothing_left(pool, before_res)
     bed.set_link(bed_side, True)
+    print(f"the link back on {whose} {link_back(whose):.1f}s after QEMU's")
     next_run_works(pool)
