@@ -61,7 +61,13 @@ struct ropcie_creq {
 	struct list_head down;		/* ropcie_cm_link_down()'s list */
 };
 
-static DEFINE_XARRAY_ALLOC1(ropcie_creqs);
+/*
+ * Its lock nests inside ropcie_fabric_lock, which a ULP's post_recv
+ * takes from a softirq (a CQ's completion handler reposting), so it is
+ * taken with interrupts off everywhere: the _irq calls outside the
+ * fabric lock, the plain ones under it.
+ */
+static DEFINE_XARRAY_FLAGS(ropcie_creqs, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 static struct workqueue_struct *ropcie_cm_wq;
 
 static u16 ropcie_port(const struct sockaddr_storage *a)
@@ -478,8 +484,8 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	creq = kzalloc(sizeof(*creq), GFP_KERNEL);
 	if (!creq)
 		return -ENOMEM;
-	ret = xa_alloc(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
-		       GFP_KERNEL);
+	ret = xa_alloc_irq(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
+			   GFP_KERNEL);
 	if (ret) {
 		kfree(creq);
 		return ret;
@@ -546,7 +552,7 @@ unlock:
 		ret = ropcie_link_connect(creq, param);
 	up_read(&ropcie_lx_life);
 	if (ret) {
-		xa_erase(&ropcie_creqs, creq->id);
+		xa_erase_irq(&ropcie_creqs, creq->id);
 		cm_id->rem_ref(cm_id);
 		ropcie_qp_put(creq->qp);
 		kfree(creq);
@@ -818,8 +824,8 @@ static void ropcie_cm_link_req(struct ropcie_xport *x, u32 gen,
 	creq = kzalloc(sizeof(*creq), GFP_KERNEL);
 	if (!creq)
 		goto reject;
-	if (xa_alloc(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
-		     GFP_KERNEL)) {
+	if (xa_alloc_irq(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
+			 GFP_KERNEL)) {
 		kfree(creq);
 		goto reject;
 	}
