@@ -59,8 +59,13 @@ DECLARE_RWSEM(ropcie_lx_life);
  * @task: its kthread
  * @wq: where it sleeps
  * @events: bumped by each doorbell for this ring, and each beat
- * @cons: the next index it consumes, for the doorbell to see whether
- *	the ring holds anything for it
+ * @owner: bit 0 set while the kthread or the doorbell's fast path
+ *	(ropcie_lx_rx_fast()) consumes: they take turns, the fast path
+ *	only trying, and whoever holds it owns @cons, @gen and @broken
+ * @cons: the next index to consume; read without @owner by the
+ *	doorbell, to see whether the ring holds anything new
+ * @gen: the generation @cons counts in
+ * @broken: a generation whose ring the peer broke: consumed no more
  * @rang_at: when profiling, the doorbell it has not yet taken
  *	(ktime_get_ns(); 0: none)
  */
@@ -70,7 +75,8 @@ struct ropcie_lx_rx {
 	struct task_struct *task;
 	wait_queue_head_t wq;
 	atomic_t events;
-	u32 cons;
+	unsigned long owner;
+	u32 cons, gen, broken;
 	atomic64_t rang_at;
 };
 
@@ -85,7 +91,9 @@ struct ropcie_lx_rx {
  *	change under the fabric lock too, so the connection manager sees
  *	them stable.
  * @peer_epoch: the peer's epoch in this generation
- * @tx_lock: the producers of each ring of the peer's window
+ * @tx_busy: bit @ring set while a producer holds that ring of the
+ *	peer's window: a bit lock, not a mutex, because a poster and the
+ *	doorbell's fast path may only try it (ropcie_lx_tx_trylock())
  * @prod: the next index to produce, in generation @tx_gen
  * @tx_gen: the generation @prod counts in
  * @tx_wq: producers waiting for room
@@ -94,7 +102,8 @@ struct ropcie_lx_rx {
  * @ctrl: control messages to send (struct ropcie_lx_ctrl), under @lock
  * @ctrl_work: sends them, and the RECV_POSTED notices
  * @dead: the link is going away: no more up
- * @stats: descriptors produced and consumed, doorbells rung
+ * @stats: descriptors produced and consumed, doorbells rung, and of
+ *	the consumed the WRITEs served in the doorbell's interrupt
  */
 struct ropcie_xport {
 	struct ropcie_link *link;
@@ -103,7 +112,7 @@ struct ropcie_xport {
 	bool up;
 	u32 gen;
 	u64 peer_epoch;
-	struct mutex tx_lock[ROPCIE_WIRE_NR_RINGS];	/* see above */
+	unsigned long tx_busy;
 	u32 prod[ROPCIE_WIRE_NR_RINGS];
 	u32 tx_gen[ROPCIE_WIRE_NR_RINGS];
 	wait_queue_head_t tx_wq;
@@ -113,7 +122,7 @@ struct ropcie_xport {
 	struct work_struct ctrl_work;
 	bool dead;
 	struct {
-		atomic64_t tx, rx, db;
+		atomic64_t tx, rx, db, irq;
 	} stats;
 };
 
@@ -276,7 +285,25 @@ static void ropcie_lx_tx_gen(struct ropcie_xport *x, int ring, u32 gen)
 	}
 }
 
-/* The next slot of @ring, holding its tx_lock, with room checked. */
+/* Take the producer's side of @ring, waiting for it. Context: task. */
+static void ropcie_lx_tx_lock(struct ropcie_xport *x, int ring)
+{
+	might_sleep();
+	wait_on_bit_lock(&x->tx_busy, ring, TASK_UNINTERRUPTIBLE);
+}
+
+/* Take the producer's side of @ring if it is free. Context: any. */
+static bool ropcie_lx_tx_trylock(struct ropcie_xport *x, int ring)
+{
+	return !test_and_set_bit_lock(ring, &x->tx_busy);
+}
+
+static void ropcie_lx_tx_unlock(struct ropcie_xport *x, int ring)
+{
+	clear_and_wake_up_bit(ring, &x->tx_busy);
+}
+
+/* The next slot of @ring, its producer's side held, with room checked. */
 static void ropcie_lx_tx_take(struct ropcie_xport *x, int ring, u32 gen,
 			      struct ropcie_lx_tx *tx)
 {
@@ -309,7 +336,7 @@ static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
 	unsigned long flags, deadline = jiffies + ropcie_lx_request_timeout();
 	int room = 0;
 
-	mutex_lock(&x->tx_lock[ring]);
+	ropcie_lx_tx_lock(x, ring);
 	for (;;) {
 		if (!ropcie_lx_alive_locked(x, gen, &flags))
 			goto down;
@@ -330,23 +357,24 @@ static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
 			goto fail;
 		if (time_after(jiffies, deadline)) {
 			ropcie_link_fail(x->link, "the peer consumes no more");
-			mutex_unlock(&x->tx_lock[ring]);
+			ropcie_lx_tx_unlock(x, ring);
 			return -ETIMEDOUT;
 		}
 	}
 	ropcie_lx_tx_take(x, ring, gen, tx);
 	return 0;
 down:
-	mutex_unlock(&x->tx_lock[ring]);
+	ropcie_lx_tx_unlock(x, ring);
 	return -ENOTCONN;
 fail:
-	mutex_unlock(&x->tx_lock[ring]);
+	ropcie_lx_tx_unlock(x, ring);
 	return -EPROTO;
 }
 
 /*
- * ropcie_lx_tx_begin() for a poster's context, which must not sleep:
- * -EAGAIN at once when another producer holds the ring or it is full.
+ * ropcie_lx_tx_begin() for a context that must not sleep (a poster, the
+ * doorbell's fast path): -EAGAIN at once when another producer holds
+ * the ring or it is full.
  */
 static int ropcie_lx_tx_try(struct ropcie_xport *x, int ring, u32 gen,
 			    struct ropcie_lx_tx *tx)
@@ -354,17 +382,17 @@ static int ropcie_lx_tx_try(struct ropcie_xport *x, int ring, u32 gen,
 	unsigned long flags;
 	int room;
 
-	if (!mutex_trylock(&x->tx_lock[ring]))
+	if (!ropcie_lx_tx_trylock(x, ring))
 		return -EAGAIN;
 	if (!ropcie_lx_alive_locked(x, gen, &flags)) {
-		mutex_unlock(&x->tx_lock[ring]);
+		ropcie_lx_tx_unlock(x, ring);
 		return -ENOTCONN;
 	}
 	ropcie_lx_tx_gen(x, ring, gen);
 	spin_unlock_irqrestore(&x->lock, flags);
 	room = ropcie_lx_room(x, ring);
 	if (room <= 0) {
-		mutex_unlock(&x->tx_lock[ring]);
+		ropcie_lx_tx_unlock(x, ring);
 		return room ? -EPROTO : -EAGAIN;
 	}
 	ropcie_lx_tx_take(x, ring, gen, tx);
@@ -373,7 +401,7 @@ static int ropcie_lx_tx_try(struct ropcie_xport *x, int ring, u32 gen,
 
 static void ropcie_lx_tx_abort(struct ropcie_lx_tx *tx)
 {
-	mutex_unlock(&tx->x->tx_lock[tx->ring]);
+	ropcie_lx_tx_unlock(tx->x, tx->ring);
 }
 
 /**
@@ -405,7 +433,7 @@ static int ropcie_lx_tx_commit(struct ropcie_lx_tx *tx,
 		WRITE_ONCE(out->prod[tx->ring], cpu_to_le32(tx->idx + 1));
 		spin_unlock_irqrestore(&x->lock, flags);
 	}
-	mutex_unlock(&x->tx_lock[tx->ring]);
+	ropcie_lx_tx_unlock(x, tx->ring);
 	if (!ok)
 		return -ENOTCONN;
 	atomic64_inc(&x->stats.tx);
@@ -416,8 +444,13 @@ static int ropcie_lx_tx_commit(struct ropcie_lx_tx *tx,
 	return 0;
 }
 
-/* A response without payload: ACK or RNR for message @msn. */
+/*
+ * A response without payload: ACK or RNR for message @msn. In *@slot
+ * when the caller took one already (the doorbell's fast path; it is used
+ * up and set to NULL), else in one taken here, waiting for room.
+ */
 static void ropcie_lx_answer(struct ropcie_xport *x, u32 gen,
+			     struct ropcie_lx_tx **slot,
 			     enum ropcie_wire_type type, u32 dst, u32 src,
 			     u32 msn, enum ib_wc_status status)
 {
@@ -430,8 +463,12 @@ static void ropcie_lx_answer(struct ropcie_xport *x, u32 gen,
 	};
 	struct ropcie_lx_tx tx;
 
-	if (!ropcie_lx_tx_begin(x, ROPCIE_WIRE_RSP, gen, &tx))
+	if (slot && *slot) {
+		ropcie_lx_tx_commit(*slot, &m);
+		*slot = NULL;
+	} else if (!ropcie_lx_tx_begin(x, ROPCIE_WIRE_RSP, gen, &tx)) {
 		ropcie_lx_tx_commit(&tx, &m);
+	}
 }
 
 /* --- connections -------------------------------------------------------- */
@@ -679,7 +716,7 @@ static void ropcie_lx_ctrl_work(struct work_struct *work)
 		if (!msg)
 			break;
 		if (msg->close)
-			ropcie_lx_answer(x, msg->gen, ROPCIE_WIRE_CLOSE,
+			ropcie_lx_answer(x, msg->gen, NULL, ROPCIE_WIRE_CLOSE,
 					 msg->peer_conn, msg->conn, 0, 0);
 		else
 			ropcie_lx_cm_send(x, msg->gen, &msg->cm);
@@ -1125,9 +1162,13 @@ const struct ropcie_transport_ops ropcie_link_transport = {
 
 /* --- the consumers ---------------------------------------------------------- */
 
-/* A SEND or WRITE fragment of the peer, for one of our QPs. */
+/*
+ * A SEND or WRITE fragment of the peer, for one of our QPs. Its answer,
+ * if it has one, goes into *@rsp when that is a slot taken already.
+ */
 static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
-			     const struct ropcie_wire_msg *m, void *payload)
+			     const struct ropcie_wire_msg *m, void *payload,
+			     struct ropcie_lx_tx **rsp)
 {
 	struct ropcie_req req = {
 		.rkey = m->rkey,
@@ -1155,7 +1196,7 @@ static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 	if (!qp) {
 		/* A closed connection: its requester may still wait. */
 		if (last)
-			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
+			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_ACK, m->src_qpn,
 					 m->dst_qpn, m->msn, IB_WC_WR_FLUSH_ERR);
 		return 0;
 	}
@@ -1165,7 +1206,7 @@ static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 		lx->in_skip = lx->in_broken;
 		lx->in_msn = m->msn;
 		if (lx->in_broken)
-			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
+			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_ACK, m->src_qpn,
 					 m->dst_qpn, m->msn, IB_WC_WR_FLUSH_ERR);
 	} else if (!lx->in_active || lx->in_msn != m->msn) {
 		ropcie_qp_put(qp);
@@ -1174,15 +1215,15 @@ static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 	}
 	if (!lx->in_skip) {
 		ret = ropcie_respond_frag(qp, &req, &lx->in, m->offset, &data,
-					  last, true, &st);
+					  last, !rsp, &st);
 		if (ret == -EAGAIN) {
 			lx->in_skip = true;
-			ropcie_lx_answer(x, gen, ROPCIE_WIRE_RNR, m->src_qpn,
+			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_RNR, m->src_qpn,
 					 m->dst_qpn, m->msn, 0);
 		} else if (st != IB_WC_SUCCESS || last) {
 			lx->in_skip = true;
 			lx->in_broken = st != IB_WC_SUCCESS;
-			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
+			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_ACK, m->src_qpn,
 					 m->dst_qpn, m->msn, st);
 		}
 		/* The receive completes once the answer is on its way. */
@@ -1212,16 +1253,16 @@ static void ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
 
 	qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
 	if (!qp) {
-		ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn, m->dst_qpn,
-				 m->msn, IB_WC_WR_FLUSH_ERR);
+		ropcie_lx_answer(x, gen, NULL, ROPCIE_WIRE_ACK, m->src_qpn,
+				 m->dst_qpn, m->msn, IB_WC_WR_FLUSH_ERR);
 		return;
 	}
 	if (!req.len) {
 		struct ropcie_segs none = {};
 
 		ropcie_respond_frag(qp, &req, &in, 0, &none, true, true, &st);
-		ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn, m->dst_qpn,
-				 m->msn, st);
+		ropcie_lx_answer(x, gen, NULL, ROPCIE_WIRE_ACK, m->src_qpn,
+				 m->dst_qpn, m->msn, st);
 		goto out;
 	}
 	while (off < req.len) {
@@ -1246,7 +1287,7 @@ static void ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
 		ropcie_respond_frag(qp, &req, &in, off, &data, last, true, &st);
 		if (st != IB_WC_SUCCESS) {
 			ropcie_lx_tx_abort(&tx);
-			ropcie_lx_answer(x, gen, ROPCIE_WIRE_ACK, m->src_qpn,
+			ropcie_lx_answer(x, gen, NULL, ROPCIE_WIRE_ACK, m->src_qpn,
 					 m->dst_qpn, m->msn, st);
 			break;
 		}
@@ -1291,7 +1332,7 @@ static int ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 		ropcie_lx_rx_read(x, gen, m);
 		return 0;
 	default:
-		return ropcie_lx_rx_data(x, gen, m, payload);
+		return ropcie_lx_rx_data(x, gen, m, payload, NULL);
 	}
 }
 
@@ -1389,74 +1430,205 @@ out:
 }
 
 /*
- * Consume ring @ring of the inbound window from *@cons on, in
- * generation @gen, until it is empty. @rang_at: when profiling, the
- * doorbell the first descriptor answers (0: none). Return: <0 when the
- * peer broke it.
+ * The descriptor at @cons of ring @ring in generation @gen, copied out
+ * of the window once and checked, into @m; its payload slot in
+ * *@payload. Return: 1, 0 when the ring holds nothing there (or the
+ * peer is starting over), -EPROTO with *@why when the peer broke it.
  */
-static int ropcie_lx_drain(struct ropcie_xport *x, int ring, u32 gen,
-			   u32 *cons, u64 rang_at)
+static int ropcie_lx_rx_peek(struct ropcie_xport *x, int ring, u32 cons,
+			     struct ropcie_wire_msg *m, void **payload,
+			     const char **why)
 {
 	const struct ropcie_wire_geom *g = &x->link->gin;
 	void *win = x->link->hw->in;
 	const struct ropcie_wire_hdr *in = win;
-	struct ropcie_wire_hdr *out = ropcie_lx_out(x);
+	struct ropcie_wire_desc d;
+	u32 prod, n;
+
+	if (ropcie_lx_peer_index(x, &in->prod[ring], &prod))
+		return 0;
+	if (ropcie_wire_ring_count(prod, cons, g->nslots, &n)) {
+		*why = "the peer's producer index is out of its ring";
+		return -EPROTO;
+	}
+	if (!n)
+		return 0;
+	/* The index, then the descriptor it shows. */
+	smp_rmb();
+	memcpy(&d, ropcie_lx_desc(win, g, ring, cons), sizeof(d));
+	barrier();	/* the copy, never the window */
+	if (ropcie_wire_desc_decode(&d, ring, g, m)) {
+		*why = "the peer wrote a malformed descriptor";
+		return -EPROTO;
+	}
+	*payload = ropcie_lx_data(win, g, ring, cons);
+	return 1;
+}
+
+/* The descriptor at rx->cons is done with: its slot back to the peer. */
+static void ropcie_lx_rx_consumed(struct ropcie_lx_rx *rx)
+{
+	struct ropcie_xport *x = rx->x;
+	const struct ropcie_wire_hdr *in = ropcie_lx_in(x);
+
+	atomic64_inc(&x->stats.rx);
+	WRITE_ONCE(rx->cons, rx->cons + 1);
+	/* Done with the slot before the peer may reuse it. */
+	smp_mb();
+	ropcie_lx_set_hdr(x, rx->gen, &ropcie_lx_out(x)->cons[rx->ring],
+			  rx->cons);
+	smp_mb();	/* the index, then the peer's want */
+	if (READ_ONCE(in->tx_want[rx->ring]))
+		ropcie_lx_ring_peer(x);
+}
+
+/*
+ * Consume @rx's ring from rx->cons on, in generation rx->gen, until it
+ * is empty; @rx is owned. @rang_at: when profiling, the doorbell the
+ * first descriptor answers (0: none). Context: the consumer kthread.
+ * Return: <0 when the peer broke the ring (the link is failed).
+ */
+static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
+{
+	struct ropcie_xport *x = rx->x;
+	int ring = rx->ring;
+	u32 gen = rx->gen;
 
 	for (;;) {
-		u32 prod, n;
+		struct ropcie_wire_msg m;
+		const char *why;
+		void *payload;
+		u64 t;
+		int ret;
 
-		if (ropcie_lx_peer_index(x, &in->prod[ring], &prod))
-			return 0;
-		if (ropcie_wire_ring_count(prod, *cons, g->nslots, &n)) {
-			ropcie_link_fail(x->link, "the peer's producer index is out of its ring");
-			return -EPROTO;
+		ret = ropcie_lx_rx_peek(x, ring, rx->cons, &m, &payload, &why);
+		if (ret < 0)
+			ropcie_link_fail(x->link, why);
+		if (ret <= 0)
+			return ret;
+		t = ropcie_prof_now();
+		if (t && rang_at) {
+			ropcie_prof_add(ROPCIE_PROF_LX_BELL, t - rang_at);
+			rang_at = 0;
 		}
-		if (!n)
+		if (ring == ROPCIE_WIRE_REQ)
+			ret = ropcie_lx_rx_request(x, gen, &m, payload);
+		else
+			ret = ropcie_lx_rx_response(x, gen, &m, payload);
+		if (t && ring == ROPCIE_WIRE_REQ && m.type != ROPCIE_WIRE_CM &&
+		    m.type != ROPCIE_WIRE_RECV_POSTED)
+			ropcie_prof_add(ROPCIE_PROF_LX_SERVE, ktime_get_ns() - t);
+		if (ret)
+			return ret;	/* the handler failed the link */
+		ropcie_lx_rx_consumed(rx);
+		if (READ_ONCE(x->gen) != gen)
 			return 0;
-		/* The index, then the descriptors it shows. */
-		smp_rmb();
-		while (n--) {
-			struct ropcie_wire_desc d;
-			struct ropcie_wire_msg m;
-			void *payload;
-			u64 t;
-			int ret;
-
-			memcpy(&d, ropcie_lx_desc(win, g, ring, *cons), sizeof(d));
-			barrier();	/* the copy, never the window */
-			if (ropcie_wire_desc_decode(&d, ring, g, &m)) {
-				ropcie_link_fail(x->link, "the peer wrote a malformed descriptor");
-				return -EPROTO;
-			}
-			payload = ropcie_lx_data(win, g, ring, *cons);
-			t = ropcie_prof_now();
-			if (t && rang_at) {
-				ropcie_prof_add(ROPCIE_PROF_LX_BELL, t - rang_at);
-				rang_at = 0;
-			}
-			if (ring == ROPCIE_WIRE_REQ)
-				ret = ropcie_lx_rx_request(x, gen, &m, payload);
-			else
-				ret = ropcie_lx_rx_response(x, gen, &m, payload);
-			if (t && ring == ROPCIE_WIRE_REQ && m.type != ROPCIE_WIRE_CM &&
-			    m.type != ROPCIE_WIRE_RECV_POSTED)
-				ropcie_prof_add(ROPCIE_PROF_LX_SERVE,
-						ktime_get_ns() - t);
-			if (ret)
-				return ret;	/* the handler failed the link */
-			atomic64_inc(&x->stats.rx);
-			++*cons;
-			/* Done with the slot before the peer may reuse it. */
-			smp_mb();
-			ropcie_lx_set_hdr(x, gen, &out->cons[ring], *cons);
-			smp_mb();	/* the index, then the peer's want */
-			if (READ_ONCE(in->tx_want[ring]))
-				ropcie_lx_ring_peer(x);
-			if (READ_ONCE(x->gen) != gen)
-				return 0;
-			cond_resched();
-		}
+		cond_resched();
 	}
+}
+
+/*
+ * Own @rx's consumer state. The fast path holds it only for a bounded
+ * time and never on this CPU while we run here: spin.
+ */
+static void ropcie_lx_rx_own(struct ropcie_lx_rx *rx)
+{
+	while (test_and_set_bit_lock(0, &rx->owner))
+		cpu_relax();
+}
+
+static void ropcie_lx_rx_disown(struct ropcie_lx_rx *rx)
+{
+	clear_bit_unlock(0, &rx->owner);
+}
+
+/* At most this many descriptors per doorbell in its interrupt. */
+#define ROPCIE_LX_FAST_BUDGET	8
+
+/*
+ * A WRITE the doorbell's interrupt may serve: one fragment (a slot
+ * holds it whole) of at most irq_serve_max bytes. It needs nothing that
+ * sleeps: its checks and copy are the responder's (as an inline WRITE's
+ * in the poster's context) and its answer takes a response slot that
+ * the fast path tried for before.
+ */
+static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m)
+{
+	u32 whole = ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST;
+
+	return m->type == ROPCIE_WIRE_WRITE && (m->flags & whole) == whole &&
+	       m->len <= READ_ONCE(ropcie_irq_serve_max);
+}
+
+/**
+ * ropcie_lx_rx_fast() - serve the request ring's head in the doorbell's
+ *	interrupt
+ * @rx: the request ring's consumer
+ * @rang_at: when profiling, the doorbell's time (0: not profiling)
+ *
+ * The short WRITEs at the head of the ring are served here, answer and
+ * all, so that their bytes land without waiting for the consumer
+ * kthread to be woken and scheduled: on a busy host, or one with a
+ * single CPU that the waiting side spins on, that is most of a WRITE's
+ * latency. Whatever else comes first (any other descriptor, one the
+ * peer broke, a full response ring, a kthread consuming, a generation
+ * the kthread has not taken yet, or the budget used up) is left to the
+ * kthread, which then sees the same ring from the same index: the two
+ * consume one after the other, never both at once. The peer's bytes
+ * are checked as the kthread checks them (ropcie_lx_rx_peek()).
+ *
+ * Context: hard interrupt.
+ * Return: true when the ring is empty now: the kthread need not wake.
+ */
+static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at)
+{
+	struct ropcie_xport *x = rx->x;
+	int budget = ROPCIE_LX_FAST_BUDGET;
+	unsigned long flags;
+	bool ok, empty = false;
+	u32 gen;
+
+	if (rx->ring != ROPCIE_WIRE_REQ || !READ_ONCE(ropcie_irq_serve_max) ||
+	    test_and_set_bit_lock(0, &rx->owner))
+		return false;
+	spin_lock_irqsave(&x->lock, flags);
+	gen = x->gen;
+	ok = x->up && gen == rx->gen && gen != rx->broken;
+	spin_unlock_irqrestore(&x->lock, flags);
+	while (ok && budget--) {
+		struct ropcie_lx_tx slot, *rsp = &slot;
+		struct ropcie_wire_msg m;
+		const char *why;
+		void *payload;
+		int ret;
+		u64 t;
+
+		ret = ropcie_lx_rx_peek(x, rx->ring, rx->cons, &m, &payload,
+					&why);
+		/* Broken: the kthread reads it again and fails the link. */
+		if (ret <= 0) {
+			empty = !ret;
+			break;
+		}
+		if (!ropcie_lx_fast_ok(&m) ||
+		    ropcie_lx_tx_try(x, ROPCIE_WIRE_RSP, gen, &slot))
+			break;
+		t = ropcie_prof_now();
+		if (t && rang_at) {
+			ropcie_prof_add(ROPCIE_PROF_LX_BELL, t - rang_at);
+			rang_at = 0;
+		}
+		/* Cannot fail the link: the message is whole. */
+		ropcie_lx_rx_data(x, gen, &m, payload, &rsp);
+		if (rsp)
+			ropcie_lx_tx_abort(rsp);
+		if (t)
+			ropcie_prof_add(ROPCIE_PROF_LX_SERVE, ktime_get_ns() - t);
+		atomic64_inc(&x->stats.irq);
+		ropcie_lx_rx_consumed(rx);
+	}
+	ropcie_lx_rx_disown(rx);
+	return empty;
 }
 
 /* Wake the consumer @rx. */
@@ -1494,39 +1666,55 @@ static bool ropcie_lx_pending(struct ropcie_xport *x, int ring, u32 cons)
 	return prod != cons;
 }
 
+/*
+ * Take the link's generation into the owned @rx (a new one counts from
+ * index 0). Return: whether the ring may be consumed.
+ */
+static bool ropcie_lx_rx_sync(struct ropcie_lx_rx *rx)
+{
+	struct ropcie_xport *x = rx->x;
+	unsigned long flags;
+	bool up;
+	u32 cur;
+
+	spin_lock_irqsave(&x->lock, flags);
+	up = x->up;
+	cur = x->gen;
+	spin_unlock_irqrestore(&x->lock, flags);
+	if (cur != rx->gen) {
+		rx->gen = cur;
+		WRITE_ONCE(rx->cons, 0);
+	}
+	return up && rx->gen != rx->broken;
+}
+
 static int ropcie_lx_rx_thread(void *arg)
 {
 	struct ropcie_lx_rx *rx = arg;
 	struct ropcie_xport *x = rx->x;
 	struct ropcie_wire_hdr *out = ropcie_lx_out(x);
-	u32 gen = 0, cons = 0, broken = U32_MAX;
 	int ring = rx->ring;
 
 	while (!kthread_should_stop()) {
 		int seen = atomic_read(&rx->events);
-		unsigned long flags;
 		u64 rang_at;
-		bool up;
-		u32 cur;
+		bool live;
+		u32 gen;
 
-		spin_lock_irqsave(&x->lock, flags);
-		up = x->up;
-		cur = x->gen;
-		spin_unlock_irqrestore(&x->lock, flags);
-		if (cur != gen) {
-			gen = cur;
-			cons = 0;
-		}
+		ropcie_lx_rx_own(rx);
+		live = ropcie_lx_rx_sync(rx);
 		/* A doorbell for nothing new is dropped. */
 		rang_at = atomic64_xchg(&rx->rang_at, 0);
-		if (up && gen != broken &&
-		    ropcie_lx_drain(x, ring, gen, &cons, rang_at))
-			broken = gen;
-		WRITE_ONCE(rx->cons, cons);
+		if (live && ropcie_lx_drain(rx, rang_at)) {
+			rx->broken = rx->gen;
+			live = false;
+		}
+		gen = rx->gen;
+		ropcie_lx_rx_disown(rx);
 		/* Asleep, then look again: Dekker with the producer. */
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 1);
 		smp_mb();	/* sleep, then prod; the producer: prod, then sleep */
-		if (up && gen != broken && ropcie_lx_pending(x, ring, cons)) {
+		if (live && ropcie_lx_pending(x, ring, READ_ONCE(rx->cons))) {
 			ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
 			continue;
 		}
@@ -1612,7 +1800,7 @@ static void ropcie_lx_kick_posted(struct ropcie_xport *x)
  * @link: the link
  * @rang: the peer rang (for the profile: the time the consumers start)
  *
- * Context: any.
+ * Context: any; with @rang, the doorbell's interrupt.
  */
 void ropcie_xport_doorbell(struct ropcie_link *link, bool rang)
 {
@@ -1624,6 +1812,8 @@ void ropcie_xport_doorbell(struct ropcie_link *link, bool rang)
 		struct ropcie_lx_rx *rx = &x->rx[ring];
 
 		if (rang && !ropcie_lx_rx_due(rx))
+			continue;
+		if (rang && ropcie_lx_rx_fast(rx, t))
 			continue;
 		if (t)
 			atomic64_cmpxchg(&rx->rang_at, 0, t);
@@ -1730,10 +1920,11 @@ int ropcie_xport_show(struct ropcie_link *link, char *buf)
 	xa_for_each(&x->conns, id, qp)
 		n++;
 	return sysfs_emit(buf,
-			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld\n",
+			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld\n",
 			  READ_ONCE(x->gen), n, atomic64_read(&x->stats.tx),
 			  atomic64_read(&x->stats.rx),
-			  atomic64_read(&x->stats.db));
+			  atomic64_read(&x->stats.db),
+			  atomic64_read(&x->stats.irq));
 }
 
 /**
@@ -1758,9 +1949,9 @@ int ropcie_xport_create(struct ropcie_link *link)
 	INIT_LIST_HEAD(&x->ctrl);
 	INIT_WORK(&x->ctrl_work, ropcie_lx_ctrl_work);
 	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++) {
-		mutex_init(&x->tx_lock[r]);
 		x->rx[r].x = x;
 		x->rx[r].ring = r;
+		x->rx[r].broken = U32_MAX;	/* none yet: generations start at 0 */
 		init_waitqueue_head(&x->rx[r].wq);
 	}
 	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++) {

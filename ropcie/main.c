@@ -65,6 +65,16 @@ module_param_cb(inline_max, &ropcie_param_range_ops, &ropcie_inline_max_range,
 MODULE_PARM_DESC(inline_max,
 		 "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle, 0..65536 (0: never) [4096]");
 
+/* A WRITE served in the doorbell's interrupt copies there: keep it short. */
+unsigned int ropcie_irq_serve_max = 4096;
+static struct ropcie_uint_range ropcie_irq_serve_max_range = {
+	.value = &ropcie_irq_serve_max, .min = 0, .max = 65536,
+};
+module_param_cb(irq_serve_max, &ropcie_param_range_ops,
+		&ropcie_irq_serve_max_range, 0644);
+MODULE_PARM_DESC(irq_serve_max,
+		 "Over a PCI link, serve a peer's RDMA WRITE of at most this many bytes in the doorbell's interrupt, 0..65536 (0: never) [4096]");
+
 unsigned int ropcie_connect_timeout_ms = 10000;
 static struct ropcie_uint_range ropcie_connect_timeout_range = {
 	.value = &ropcie_connect_timeout_ms, .min = 100, .max = 600000,

@@ -508,3 +508,61 @@ def test_access_cases_across_the_link(hosts, target):
         if name != "valid_write_and_read":
             assert why == "remote access error", (name, why)
 
+
+
+def transport(side):
+    """The counters of the link's transport file, by name."""
+    words = side.sh(f"cat {side.dir}/ropcie_link/transport").split()
+    return {k: int(v) for k, v in zip(words[::2], words[1::2])}
+
+
+IRQ_SERVE_MAX = "/sys/module/ropcie/parameters/irq_serve_max"
+WLAT_COUNT = 200
+
+
+@pytest.fixture
+def irq_serve_max(hosts):
+    """Sets irq_serve_max on both hosts; the default is back afterwards."""
+    def set_both(value):
+        for side in hosts:
+            side.sh(f"echo {value} > {IRQ_SERVE_MAX}")
+    yield set_both
+    set_both(4096)
+
+
+@needs_connections
+@pytest.mark.parametrize("limit", [0, 4096])
+def test_short_writes_served_in_the_interrupt(hosts, pool, irq_serve_max,
+                                              limit):
+    """wlat of 64 B over the link, each kernel's WRITEs landing on the
+    other: with irq_serve_max=0 the request consumers' kthreads serve
+    every one (rx_in_irq does not move), with 4096 the doorbell's
+    interrupt serves most of them (in wlat a consumer sleeps between two
+    WRITEs, so nearly every WRITE comes with a doorbell). Either way the
+    counters are exact, and a ping of 64 B whose WRITE lands the same way
+    validates its bytes."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    irq_serve_max(limit)
+    before = {side.name: transport(side) for side in hosts}
+    srv, cli = pool.pair(count=WLAT_COUNT, size=64, test="wlat")
+    assert krping.run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s, role in ((srv, "server"), (cli, "client")):
+        assert s.stats() == krping.bench_stats("wlat", role, WLAT_COUNT, 64), \
+            s.describe()
+    srv2, cli2 = pool.pair(count=20, size=64, validate=1)
+    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
+        f"{srv2.describe()} | {cli2.describe()}"
+    for side in hosts:
+        was, now = before[side.name], transport(side)
+        rx = now["rx"] - was["rx"]
+        irq = now["rx_in_irq"] - was["rx_in_irq"]
+        print(f"# {side.name}: irq_serve_max={limit}: {irq} of {rx} "
+              "descriptors consumed in the doorbell's interrupt")
+        assert 0 <= irq <= rx, (side.name, was, now)
+        if limit:
+            assert irq >= WLAT_COUNT // 2, (side.name, was, now)
+        else:
+            assert irq == 0, (side.name, was, now)

@@ -356,6 +356,21 @@ def ropcie_setup(remote):
     return f"{ROPCIE_DEV} not ACTIVE after 10 s"
 
 
+def ropcie_params(params, remote):
+    """Set ropcie's module parameters (NAME=VALUE) here and on remote.
+    Returns why not, or None."""
+    for p in params:
+        name, sep, value = p.partition("=")
+        if not sep or not name.isidentifier():
+            return f"--ropcie-param {p!r}: not NAME=VALUE"
+        for h in [None] + ([remote] if remote else []):
+            sh("sh", "-c", f"echo {shlex.quote(value)} > "
+               f"/sys/module/ropcie/parameters/{name}", remote=h)
+        log(f"ropcie {name}={value}" + (f" here and on {remote}"
+                                        if remote else ""))
+    return None
+
+
 PROFILE = "/sys/kernel/debug/ropcie/profile"
 PROFILE_PARAM = "/sys/module/ropcie/parameters/profile"
 
@@ -469,6 +484,11 @@ def main():
     ap.add_argument("--rxe-netdev", default="data",
                     help="with --remote: the netdev of rxe0 on both hosts "
                     "(default data)")
+    ap.add_argument("--ropcie-param", action="append", default=[],
+                    metavar="NAME=VALUE",
+                    help="set ropcie's module parameter NAME (here and on "
+                    "--remote) before the ropcie0 rows, e.g. "
+                    "irq_serve_max=0; may be repeated")
     ap.add_argument("--profile-count", type=int, default=1000,
                     help="iterations of the profiled wlat 64 B run over "
                     "ropcie0 (0: none)")
@@ -582,10 +602,13 @@ def main():
              else f"dummy {ROPCIE_NETDEV}")
     ropcie = {"device": ROPCIE_DEV, "netdev": where,
               "addr": args.ropcie_addr, "remote": args.remote,
-              "poll": args.ropcie_poll, "rows": []}
+              "poll": args.ropcie_poll, "params": args.ropcie_param,
+              "rows": []}
     why = "--no-ropcie" if args.no_ropcie else ropcie_setup(args.remote)
     if not why and args.remote:
         why = rxe_setup(args.rxe_netdev, args.remote)
+    if not why:
+        why = ropcie_params(args.ropcie_param, args.remote)
     if why:
         ropcie["skipped"] = why
         log(f"ropcie rows skipped: {why}")
@@ -692,8 +715,9 @@ def main():
                          f"{runs(r['perftest_runs'])}")
     if ropcie["rows"]:
         lines.append(f"krping over {ROPCIE_DEV} ({args.ropcie_addr} on "
-                     f"{where}, poll={args.ropcie_poll}) vs krping "
-                     f"over {args.dev} ({args.addr}, poll=1)")
+                     f"{where}, poll={args.ropcie_poll}"
+                     + "".join(f", {p}" for p in args.ropcie_param)
+                     + f") vs krping over {args.dev} ({args.addr}, poll=1)")
         lines.append(f"{'size':>8}  {'test':<8} {'iters':>6}  "
                      f"{'ropcie':>10}  {'rxe':>10}  {'ratio':>6}  "
                      f"{'unit':<12} target")
