@@ -8,7 +8,7 @@ Needs a remote host (lib/env.py) with rping (rdmacm-utils) installed.
 
 import pytest
 
-from lib import env, krping
+from lib import env, krping, rping
 from lib.krping import ping_stats
 from lib.remote import SshRemote
 
@@ -72,7 +72,7 @@ def test_krping_client_here_rping_server_there(remote_rping, pool,
     rc, out = krping.finish(srv, krping.TIMEOUT)
     assert end == "done", f"{cli.describe()} | rping there: {rc} {out}"
     assert cli.stats() == ping_stats("client", COUNT, size), cli.describe()
-    assert rc == 0, f"rping there exited {rc}: {out}"
+    assert rping.exit_ok(rc, out), f"rping there exited {rc}: {out}"
 
 
 @pytest.mark.parametrize("mem_mode", ["reg", "dma"])
@@ -91,6 +91,7 @@ def test_rping_client_there_krping_server_here(remote_rping, pool,
                       f"-S {size}", krping.TIMEOUT)
     rc, out = krping.finish(cli, krping.TIMEOUT + 10)
     end = srv.wait_end()
-    assert rc == 0, f"rping there exited {rc}: {out} | {srv.describe()}"
+    assert rping.exit_ok(rc, out), \
+        f"rping there exited {rc}: {out} | {srv.describe()}"
     assert end == "done", f"{srv.describe()} | rping there: {out}"
     assert srv.stats() == ping_stats("server", COUNT, size), srv.describe()
