@@ -344,8 +344,13 @@ static int ropcie_newlink(const char *name, struct net_device *netdev)
 	}
 	ibdev = &dev->ibdev;
 	INIT_LIST_HEAD(&dev->list);
-	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC);
-	xa_init_flags(&dev->mr_xa, XA_FLAGS_ALLOC1);
+	/*
+	 * Keys are looked up in any context, a link's doorbell interrupt
+	 * among them (ropcie_mr_get()): both tables' locks (one lockdep
+	 * class) are taken with interrupts off.
+	 */
+	xa_init_flags(&dev->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->mr_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 
 	/*
 	 * rdma_cm finds an iWARP device through GID 0 of its port, and the

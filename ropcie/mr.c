@@ -37,8 +37,8 @@ static struct ropcie_mr *ropcie_mr_new(struct ib_pd *pd, int access,
 	mr->access = access;
 	mr->dma = dma;
 	mr->valid = dma;
-	ret = xa_alloc_cyclic(&dev->mr_xa, &id, mr, XA_LIMIT(1, 0xffffff),
-			      &dev->mr_next, GFP_KERNEL);
+	ret = xa_alloc_cyclic_irq(&dev->mr_xa, &id, mr, XA_LIMIT(1, 0xffffff),
+				  &dev->mr_next, GFP_KERNEL);
 	if (ret < 0) {
 		kfree(mr);
 		atomic_dec(&dev->num_mr);
@@ -54,7 +54,7 @@ static struct ropcie_mr *ropcie_mr_new(struct ib_pd *pd, int access,
 /* Unpublish @mr, wait for the transfers that hold it, and free it. */
 static void ropcie_mr_free(struct ropcie_dev *dev, struct ropcie_mr *mr)
 {
-	xa_erase(&dev->mr_xa, mr->key >> 8);
+	xa_erase_irq(&dev->mr_xa, mr->key >> 8);
 	ropcie_mr_put(mr);
 	wait_for_completion(&mr->released);
 	kfree(mr->pages);
@@ -131,16 +131,20 @@ int ropcie_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
-/* The MR at the index of @key, held, whatever its key byte; or NULL. */
+/*
+ * The MR at the index of @key, held, whatever its key byte; or NULL.
+ * Context: any (a link's doorbell interrupt serves WRITEs).
+ */
 static struct ropcie_mr *ropcie_mr_get_index(struct ropcie_dev *dev, u32 key)
 {
 	struct ropcie_mr *mr;
+	unsigned long flags;
 
-	xa_lock(&dev->mr_xa);
+	xa_lock_irqsave(&dev->mr_xa, flags);
 	mr = xa_load(&dev->mr_xa, key >> 8);
 	if (mr && !refcount_inc_not_zero(&mr->ref))
 		mr = NULL;
-	xa_unlock(&dev->mr_xa);
+	xa_unlock_irqrestore(&dev->mr_xa, flags);
 	return mr;
 }
 

@@ -499,7 +499,8 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 			       sizeof(struct ropcie_rqe), GFP_KERNEL);
 	if (ret)
 		goto err_sq;
-	ret = xa_alloc(&dev->qp_xa, &id, qp, XA_LIMIT(2, 0xffffff), GFP_KERNEL);
+	ret = xa_alloc_irq(&dev->qp_xa, &id, qp, XA_LIMIT(2, 0xffffff),
+			   GFP_KERNEL);
 	if (ret)
 		goto err_rq;
 	ibqp->qp_num = id;
@@ -518,7 +519,7 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	return 0;
 
 err_xa:
-	xa_erase(&dev->qp_xa, id);
+	xa_erase_irq(&dev->qp_xa, id);
 err_rq:
 	ropcie_ring_free(&qp->rq);
 err_sq:
@@ -539,7 +540,7 @@ int ropcie_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	ropcie_cm_close(qp);
 	/* No handler of an inline post runs once the QP is gone. */
 	irq_work_sync(&qp->scq->irq_work);
-	xa_erase(&dev->qp_xa, ibqp->qp_num);
+	xa_erase_irq(&dev->qp_xa, ibqp->qp_num);
 	/*
 	 * A lookup that found the QP just before is followed by iw_cm's
 	 * add_ref in the same spinlocked section: wait that out.
