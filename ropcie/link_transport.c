@@ -32,6 +32,7 @@
 
 #include <linux/jiffies.h>
 #include <linux/kthread.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <asm/byteorder.h>
@@ -66,6 +67,8 @@ DECLARE_RWSEM(ropcie_lx_life);
  *	doorbell, to see whether the ring holds anything new
  * @gen: the generation @cons counts in
  * @broken: a generation whose ring the peer broke: consumed no more
+ * @want_at: @cons when the peer's waiting producer was last rung for
+ * @streaming: the last drain saw a stream (ropcie_lx_rx_poll())
  * @rang_at: when profiling, the doorbell it has not yet taken
  *	(ktime_get_ns(); 0: none)
  */
@@ -77,6 +80,8 @@ struct ropcie_lx_rx {
 	atomic_t events;
 	unsigned long owner;
 	u32 cons, gen, broken;
+	u32 want_at;
+	bool streaming;
 	atomic64_t rang_at;
 };
 
@@ -1465,6 +1470,33 @@ static int ropcie_lx_rx_peek(struct ropcie_xport *x, int ring, u32 cons,
 	return 1;
 }
 
+/* Entries waiting in ring @ring past @cons? */
+static bool ropcie_lx_pending(struct ropcie_xport *x, int ring, u32 cons)
+{
+	u32 prod;
+
+	if (ropcie_lx_peer_index(x, &ropcie_lx_in(x)->prod[ring], &prod))
+		return false;
+	return prod != cons;
+}
+
+/*
+ * Ring the peer's producer, which waits for room, now? Once half the
+ * ring is free since it was last rung for, or when the ring is empty:
+ * a producer woken for every freed slot would take one and wait again,
+ * a doorbell each way per slot.
+ */
+static bool ropcie_lx_want_due(struct ropcie_lx_rx *rx)
+{
+	struct ropcie_xport *x = rx->x;
+
+	if (rx->cons - rx->want_at < x->link->gin.nslots / 2 &&
+	    ropcie_lx_pending(x, rx->ring, rx->cons))
+		return false;
+	rx->want_at = rx->cons;
+	return true;
+}
+
 /* The descriptor at rx->cons is done with: its slot back to the peer. */
 static void ropcie_lx_rx_consumed(struct ropcie_lx_rx *rx)
 {
@@ -1478,7 +1510,7 @@ static void ropcie_lx_rx_consumed(struct ropcie_lx_rx *rx)
 	ropcie_lx_set_hdr(x, rx->gen, &ropcie_lx_out(x)->cons[rx->ring],
 			  rx->cons);
 	smp_mb();	/* the index, then the peer's want */
-	if (READ_ONCE(in->tx_want[rx->ring]))
+	if (READ_ONCE(in->tx_want[rx->ring]) && ropcie_lx_want_due(rx))
 		ropcie_lx_ring_peer(x);
 }
 
@@ -1493,7 +1525,9 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 	struct ropcie_xport *x = rx->x;
 	int ring = rx->ring;
 	u32 gen = rx->gen;
+	unsigned int bulk = 0;
 
+	rx->streaming = false;
 	for (;;) {
 		struct ropcie_wire_msg m;
 		const char *why;
@@ -1521,10 +1555,42 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 		if (ret)
 			return ret;	/* the handler failed the link */
 		ropcie_lx_rx_consumed(rx);
+		/*
+		 * Bulk (slots at least half full) is streaming when more of
+		 * its message is to come or when it came in a train.
+		 */
+		if (m.len >= x->link->gin.slot_size / 2)
+			rx->streaming = ++bulk > 1 ||
+					!(m.flags & ROPCIE_WIRE_LAST);
 		if (READ_ONCE(x->gen) != gen)
 			return 0;
 		cond_resched();
 	}
+}
+
+/*
+ * After a stream (a message's fragments, or several bulky messages in
+ * one drain), look at the ring for up to rx_poll_us before sleeping: the
+ * producer is likely about to fill the next slot, and a consumer that
+ * sleeps costs the producer a doorbell and itself a wake-up per slot,
+ * about as long as copying the slot. Gives way to any other task.
+ * Return: whether entries came.
+ */
+static bool ropcie_lx_rx_poll(struct ropcie_lx_rx *rx)
+{
+	u64 until, budget = READ_ONCE(ropcie_rx_poll_us) * NSEC_PER_USEC;
+
+	if (!rx->streaming || !budget)
+		return false;
+	until = local_clock() + budget;
+	while (!need_resched() && !kthread_should_stop()) {
+		if (ropcie_lx_pending(rx->x, rx->ring, READ_ONCE(rx->cons)))
+			return true;
+		if (local_clock() > until)
+			break;
+		cpu_relax();
+	}
+	return false;
 }
 
 /*
@@ -1656,16 +1722,6 @@ static bool ropcie_lx_rx_due(struct ropcie_lx_rx *rx)
 	return prod != READ_ONCE(rx->cons);
 }
 
-/* Entries waiting in ring @ring past @cons? */
-static bool ropcie_lx_pending(struct ropcie_xport *x, int ring, u32 cons)
-{
-	u32 prod;
-
-	if (ropcie_lx_peer_index(x, &ropcie_lx_in(x)->prod[ring], &prod))
-		return false;
-	return prod != cons;
-}
-
 /*
  * Take the link's generation into the owned @rx (a new one counts from
  * index 0). Return: whether the ring may be consumed.
@@ -1684,6 +1740,8 @@ static bool ropcie_lx_rx_sync(struct ropcie_lx_rx *rx)
 	if (cur != rx->gen) {
 		rx->gen = cur;
 		WRITE_ONCE(rx->cons, 0);
+		rx->want_at = 0;
+		rx->streaming = false;
 	}
 	return up && rx->gen != rx->broken;
 }
@@ -1711,6 +1769,8 @@ static int ropcie_lx_rx_thread(void *arg)
 		}
 		gen = rx->gen;
 		ropcie_lx_rx_disown(rx);
+		if (live && ropcie_lx_rx_poll(rx))
+			continue;
 		/* Asleep, then look again: Dekker with the producer. */
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 1);
 		smp_mb();	/* sleep, then prod; the producer: prod, then sleep */

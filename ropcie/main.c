@@ -55,44 +55,38 @@ static const struct kernel_param_ops ropcie_param_range_ops = {
 	.get = ropcie_param_get_range,
 };
 
+/*
+ * ROPCIE_UINT_PARAM() - an unsigned module option @name, the variable
+ * ropcie_@name, set within [@lo, @hi] (-ERANGE outside); its description
+ * as MODULE_PARM_DESC() makes it, with the default.
+ */
+#define ROPCIE_UINT_PARAM(name, def, lo, hi, desc)			\
+	unsigned int ropcie_##name = def;				\
+	static struct ropcie_uint_range ropcie_##name##_range = {	\
+		.value = &ropcie_##name, .min = lo, .max = hi,		\
+	};								\
+	module_param_cb(name, &ropcie_param_range_ops,			\
+			&ropcie_##name##_range, 0644);			\
+	MODULE_INFO(parm, #name ":" desc " [" #def "]")
+
 /* A WRITE run inline copies in the poster's context: keep it short. */
-unsigned int ropcie_inline_max = 4096;
-static struct ropcie_uint_range ropcie_inline_max_range = {
-	.value = &ropcie_inline_max, .min = 0, .max = 65536,
-};
-module_param_cb(inline_max, &ropcie_param_range_ops, &ropcie_inline_max_range,
-		0644);
-MODULE_PARM_DESC(inline_max,
-		 "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle, 0..65536 (0: never) [4096]");
+ROPCIE_UINT_PARAM(inline_max, 4096, 0, 65536,
+		  "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle, 0..65536 (0: never)");
 
 /* A WRITE served in the doorbell's interrupt copies there: keep it short. */
-unsigned int ropcie_irq_serve_max = 4096;
-static struct ropcie_uint_range ropcie_irq_serve_max_range = {
-	.value = &ropcie_irq_serve_max, .min = 0, .max = 65536,
-};
-module_param_cb(irq_serve_max, &ropcie_param_range_ops,
-		&ropcie_irq_serve_max_range, 0644);
-MODULE_PARM_DESC(irq_serve_max,
-		 "Over a PCI link, serve a peer's RDMA WRITE of at most this many bytes in the doorbell's interrupt, 0..65536 (0: never) [4096]");
+ROPCIE_UINT_PARAM(irq_serve_max, 4096, 0, 65536,
+		  "Over a PCI link, serve a peer's RDMA WRITE of at most this many bytes in the doorbell's interrupt, 0..65536 (0: never)");
 
-unsigned int ropcie_connect_timeout_ms = 10000;
-static struct ropcie_uint_range ropcie_connect_timeout_range = {
-	.value = &ropcie_connect_timeout_ms, .min = 100, .max = 600000,
-};
-module_param_cb(connect_timeout_ms, &ropcie_param_range_ops,
-		&ropcie_connect_timeout_range, 0644);
-MODULE_PARM_DESC(connect_timeout_ms,
-		 "A connection request that is neither accepted nor rejected fails after this many ms, 100..600000 [10000]");
+/* A consumer that polls keeps its vCPU from the rest: keep it short. */
+ROPCIE_UINT_PARAM(rx_poll_us, 100, 0, 1000,
+		  "Over a PCI link, a ring's consumer that was streaming looks for more this many us before it sleeps, 0..1000 (0: never)");
+
+ROPCIE_UINT_PARAM(connect_timeout_ms, 10000, 100, 600000,
+		  "A connection request that is neither accepted nor rejected fails after this many ms, 100..600000");
 
 /* link.h: a peer whose heartbeat stops for this long is gone. */
-unsigned int ropcie_link_timeout_ms = 3000;
-static struct ropcie_uint_range ropcie_link_timeout_range = {
-	.value = &ropcie_link_timeout_ms, .min = 500, .max = 600000,
-};
-module_param_cb(link_timeout_ms, &ropcie_param_range_ops,
-		&ropcie_link_timeout_range, 0644);
-MODULE_PARM_DESC(link_timeout_ms,
-		 "A PCI link whose peer's heartbeat stops for this many ms goes down, 500..600000 [3000]");
+ROPCIE_UINT_PARAM(link_timeout_ms, 3000, 500, 600000,
+		  "A PCI link whose peer's heartbeat stops for this many ms goes down, 500..600000");
 
 bool ropcie_profile;
 module_param_named(profile, ropcie_profile, bool, 0644);

@@ -289,6 +289,7 @@ extern spinlock_t ropcie_fabric_lock;
 extern struct dentry *ropcie_debugfs;
 extern unsigned int ropcie_inline_max;
 extern unsigned int ropcie_irq_serve_max;
+extern unsigned int ropcie_rx_poll_us;
 extern unsigned int ropcie_connect_timeout_ms;
 extern bool ropcie_profile;
 

@@ -13,6 +13,7 @@ under a live session must end it failed, with the kernel log clean.
 Skipped, with the reason printed, when ropcie is not loaded.
 """
 
+import errno
 import json
 import os
 import subprocess
@@ -243,6 +244,47 @@ def profiling():
 def test_ropcie_option_defaults():
     assert read_params("inline_max", "profile") == \
         {"inline_max": "4096", "profile": "N"}
+
+
+# The numeric module parameters: (default, lowest, highest) accepted.
+RANGES = {
+    "inline_max": (4096, 0, 65536),
+    "irq_serve_max": (4096, 0, 65536),
+    "rx_poll_us": (100, 0, 1000),
+    "connect_timeout_ms": (10000, 100, 600000),
+    "link_timeout_ms": (3000, 500, 600000),
+}
+
+
+def write_param(name, value):
+    """Write value to the parameter; 0 or the errno."""
+    try:
+        set_params(**{name: value})
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+@pytest.mark.parametrize("name", RANGES)
+def test_ropcie_option_ranges(name):
+    """Each numeric parameter takes its bounds, refuses one past either
+    with ERANGE and what is no number with EINVAL, and keeps its value
+    when it refuses."""
+    default, low, high = RANGES[name]
+    assert read_params(name) == {name: str(default)}
+    try:
+        for value in (low, high):
+            assert write_param(name, value) == 0, value
+            assert read_params(name) == {name: str(value)}
+        refused = [(high + 1, errno.ERANGE), ("", errno.EINVAL),
+                   ("12x", errno.EINVAL), ("-1", errno.EINVAL)]
+        if low:
+            refused.append((low - 1, errno.ERANGE))
+        for value, err in refused:
+            assert write_param(name, value) == err, value
+            assert read_params(name) == {name: str(high)}, value
+    finally:
+        set_params(**{name: default})
 
 
 @pytest.mark.parametrize("mode", MODES)
