@@ -227,16 +227,9 @@ stage_bed() {
 }
 
 ONE_HOST=(-m "not two_host")
-# The files that test krping's own user-space and parsing logic, whose
-# kernel side is the same on every kernel: the python CLI's (test_cli.py,
-# about 60 s a kernel) and the option parser's value tables
-# (test_bad_input.py, whose parser KUnit also runs). 6.12 runs them; the
-# other kernels leave them out (see testing.rst, "Time budget").
-ONE_KERNEL=(test_cli.py test_bad_input.py)
-OTHER_KERNEL=("${ONE_HOST[@]}" "${ONE_KERNEL[@]/#/--ignore=}")
 stage_selftests() { vm_stage selftests "$SELFTESTS_KVER" selftests/run_tests.sh "${ONE_HOST[@]}"; }
 # The same on Debian 12's other kernel (its files selftests-6.1*).
-stage_selftests-6.1() { vm_stage selftests 6.1 selftests/run_tests.sh "${OTHER_KERNEL[@]}"; }
+stage_selftests-6.1() { vm_stage selftests 6.1 selftests/run_tests.sh "${ONE_HOST[@]}"; }
 
 # pair_stage STAGE LOCAL-SERIES REMOTE-SERIES VM-PAIR-ARGS... -- TESTS...:
 # the selftests marked either or two_host, across two guests.
@@ -340,23 +333,28 @@ stage_two-host-rxe() {
 		test_two_hosts.py test_link_faults.py -k "$TWO_HOST_RXE_K"
 }
 # iWARP across two hosts: siw between two 6.12 guests with two vCPUs
-# each (the rxe stage has one), each side in each role: test_ping at 1 B,
+# each (the rxe stage has one). The two kernels are the same, so each
+# case runs once, the remote host serving half of them: test_ping at 1 B,
 # 64 KiB and 1 MiB (both memory modes among them) with and without
 # validation, READ with invalidate, the largest size siw refuses, every
 # benchmark with exact counters (ping, rlat, bw and slat with the server
-# there, wlat, fr and sbw with the client there, so that each kernel
-# serves and connects), rping, ib_write_bw and ib_read_lat both
-# ways. (The option
+# there, wlat, fr and sbw with the client there), rping both ways
+# (krping as the client and as the server), ib_write_bw and
+# ib_read_lat (perftest's server here for one, there for the other).
+# (The option
 # variants are krping's own logic: the single host runs them over siw.) The faults are rxe's stage: on iWARP a
 # lost peer is TCP's to notice (minutes of retransmission).
 TWO_HOST_SIW_K="(test_ping and not lkey and not concurrent and not variants and not server_inv"
-TWO_HOST_SIW_K+=" and (1-reg or 65536-reg or 1048576-dma or max_size or read_inv"
-TWO_HOST_SIW_K+=" or without_validate)) or (test_bench_completes and reg and"
+TWO_HOST_SIW_K+=" and ((remote-server and (1-reg or 1048576-dma or read_inv[remote-server-64]"
+TWO_HOST_SIW_K+=" or max_size[remote-server-reg] or without_validate))"
+TWO_HOST_SIW_K+=" or (remote-client and (65536-reg or read_inv[remote-client-65536]"
+TWO_HOST_SIW_K+=" or max_size[remote-client-dma]))))"
+TWO_HOST_SIW_K+=" or (test_bench_completes and reg and"
 TWO_HOST_SIW_K+=" (remote-server-ping or remote-server-rlat or remote-server-bw"
 TWO_HOST_SIW_K+=" or remote-server-slat or remote-client-wlat or remote-client-fr"
 TWO_HOST_SIW_K+=" or remote-client-sbw))"
 TWO_HOST_SIW_K+=" or (test_rping_remote and 65535-reg)"
-TWO_HOST_SIW_K+=" or (test_perftest_remote and (ib_write_bw or ib_read_lat))"
+TWO_HOST_SIW_K+=" or ib_write_bw-there or ib_read_lat-here"
 TWO_HOST_SIW_K+=" or (test_qps_exact and (remote-server-sbw or remote-client-wlat))"
 stage_two-host-siw() {
 	pair_stage two-host-siw 6.12 6.12 --provider siw -- \
@@ -402,7 +400,7 @@ stage_newest() {
 	"$TB_DIR/vm-run" --kver "$rel" --out "$RESULTS/vm-newest" \
 		--timeout "$(vm_timeout selftests/run_tests.sh)" \
 		--dmesg-tap "$RESULTS/newest-selftests-dmesg.tap" -- \
-		selftests/run_tests.sh "${OTHER_KERNEL[@]}" |
+		selftests/run_tests.sh "${ONE_HOST[@]}" |
 		tee "$RESULTS/newest-selftests.tap" || rc=1
 	# Over siw (its image has none: build-siw.sh's) only when asked for
 	# (KRPING_NEWEST_SIW=1): make check's budget has no room for it yet.
