@@ -113,7 +113,15 @@ def interrupt_when_running(argv, session, timeout):
         s.wait_state("running", timeout)
         s._close()
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=timeout)
+        try:
+            _, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # what it said tells where it hung
+            p.kill()
+            _, err = p.communicate()
+            raise AssertionError(f"still running {timeout:g} s after "
+                                 f"SIGINT; its stderr: {err.strip()!r}") \
+                from None
     finally:
         if p.poll() is None:
             p.kill()
