@@ -63,7 +63,7 @@ void krping_wake(struct krping_run *run)
 /* Record the run's first hard error and wake its thread. */
 void krping_fail(struct krping_run *run, int err)
 {
-	cmpxchg(&run->error, 0, err);
+	cmpxchg(&run->error, 0, krping_conn_errno(err));
 	krping_wake(run);
 }
 

@@ -66,7 +66,7 @@ static int krping_run_body(struct krping_run *run)
 		else
 			ret = krping_bench(run);
 	}
-	return ret;
+	return krping_conn_errno(ret);
 }
 
 /**

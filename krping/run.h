@@ -326,6 +326,23 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target);
 int krping_check(struct krping_run *run);
 void krping_wake(struct krping_run *run);
 void krping_fail(struct krping_run *run, int err);
+
+/**
+ * krping_conn_errno() - a run's errno as its session reports it
+ * @err: a negative errno that ends the run
+ *
+ * siw refuses a post to a QP that a disconnect is moving out of RTS
+ * (-ENOTCONN) where rxe and ropcie accept the work and flush it. Either
+ * way the connection ended under the run, which krping reports as
+ * -ECONNRESET.
+ *
+ * Return: @err, or -ECONNRESET for -ENOTCONN.
+ */
+static inline int krping_conn_errno(int err)
+{
+	return err == -ENOTCONN ? -ECONNRESET : err;
+}
+
 bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what);
 int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
 		    struct krping_buf *b);

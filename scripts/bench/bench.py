@@ -404,7 +404,7 @@ def ropcie_teardown(remote):
 def clocksource():
     """The kernel's clocksource: krping's ktime_get_ns() stamps read it
     (perftest reads the TSC itself). Under QEMU TCG, hpet costs microseconds
-    per read, which is why make bench boots with tsc=reliable."""
+    per read, which is why vm-run boots with tsc=reliable."""
     try:
         with open("/sys/devices/system/clocksource/clocksource0/"
                   "current_clocksource") as f:

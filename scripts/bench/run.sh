@@ -46,17 +46,12 @@ rm -rf "$RESULTS/vm-$name" "$RESULTS/$name.json" "$RESULTS/$name.txt"
 
 start=$(tb_now)
 "$TB_DIR/build.sh" --tap /dev/null "$KVER" >&2
-# tsc=reliable: without it the guest soon distrusts TCG's TSC and reads
-# the HPET, an emulated MMIO access of microseconds, on every
-# ktime_get_ns() of krping's samples (perftest reads the TSC itself).
-# Trusting the TSC from boot moves a static-key flip to where QEMU's TCG
-# now and then runs a stale int3 ("Oops: int3" at boot, seen once in 11
-# boots); vm-run boots a guest that dies before the benchmark starts again.
-# make check leaves the clocksource alone.
+# vm-run boots every guest with tsc=reliable: left to the watchdog, the
+# guest may read the HPET, an emulated MMIO access of microseconds, on
+# every ktime_get_ns() of krping's samples (perftest reads the TSC itself).
 rc=0
 if [[ $name == bench ]]; then
 	"$TB_DIR/vm-run" --kver "$KVER" --out "$RESULTS/vm-$name" \
-		--append tsc=reliable \
 		--timeout "${KRPING_BENCH_TIMEOUT:-1200}" -- \
 		sh -c '/usr/bin/python3 selftests/lib/single_host.py up &&
 			exec /usr/bin/python3 scripts/bench/bench.py "$@"' sh "$@" || rc=$?
@@ -67,7 +62,7 @@ else
 	# shellcheck disable=SC2016 # expanded by the guest's sh
 	"$TB_DIR/vm-pair" --provider ropcie --kver "$KVER" --remote-kver "$KVER" \
 		--smp "$SMP" --remote-smp "$SMP" \
-		--append tsc=reliable --out "$RESULTS/vm-$name" \
+		--out "$RESULTS/vm-$name" \
 		--timeout "${KRPING_BENCH_TIMEOUT:-1200}" -- \
 		sh -c 'exec /usr/bin/python3 scripts/bench/bench.py \
 			--remote "$REMOTE_ARGS" --addr 10.9.1.2 \
