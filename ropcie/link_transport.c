@@ -33,6 +33,7 @@
 #include <linux/jiffies.h>
 #include <linux/kthread.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/stat.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <asm/byteorder.h>
@@ -68,7 +69,8 @@ DECLARE_RWSEM(ropcie_lx_life);
  * @gen: the generation @cons counts in
  * @broken: a generation whose ring the peer broke: consumed no more
  * @want_at: @cons when the peer's waiting producer was last rung for
- * @streaming: the last drain saw a stream (ropcie_lx_rx_poll())
+ * @traffic: a descriptor was consumed since the kthread last looked
+ *	(ropcie_lx_rx_poll() follows traffic)
  * @rang_at: when profiling, the doorbell it has not yet taken
  *	(ktime_get_ns(); 0: none)
  */
@@ -81,7 +83,7 @@ struct ropcie_lx_rx {
 	unsigned long owner;
 	u32 cons, gen, broken;
 	u32 want_at;
-	bool streaming;
+	bool traffic;
 	atomic64_t rang_at;
 };
 
@@ -1504,6 +1506,7 @@ static void ropcie_lx_rx_consumed(struct ropcie_lx_rx *rx)
 	const struct ropcie_wire_hdr *in = ropcie_lx_in(x);
 
 	atomic64_inc(&x->stats.rx);
+	rx->traffic = true;
 	WRITE_ONCE(rx->cons, rx->cons + 1);
 	/* Done with the slot before the peer may reuse it. */
 	smp_mb();
@@ -1525,9 +1528,7 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 	struct ropcie_xport *x = rx->x;
 	int ring = rx->ring;
 	u32 gen = rx->gen;
-	unsigned int bulk = 0;
 
-	rx->streaming = false;
 	for (;;) {
 		struct ropcie_wire_msg m;
 		const char *why;
@@ -1555,40 +1556,48 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 		if (ret)
 			return ret;	/* the handler failed the link */
 		ropcie_lx_rx_consumed(rx);
-		/*
-		 * Bulk (slots at least half full) is streaming when more of
-		 * its message is to come or when it came in a train.
-		 */
-		if (m.len >= x->link->gin.slot_size / 2)
-			rx->streaming = ++bulk > 1 ||
-					!(m.flags & ROPCIE_WIRE_LAST);
 		if (READ_ONCE(x->gen) != gen)
 			return 0;
 		cond_resched();
 	}
 }
 
-/*
- * After a stream (a message's fragments, or several bulky messages in
- * one drain), look at the ring for up to rx_poll_us before sleeping: the
- * producer is likely about to fill the next slot, and a consumer that
- * sleeps costs the producer a doorbell and itself a wake-up per slot,
- * about as long as copying the slot. Gives way to any other task.
+/**
+ * ropcie_lx_rx_poll() - look at the ring a while before sleeping
+ * @rx: the consumer, not owned, after it consumed something
+ *
+ * Traffic on a link comes in exchanges (a WRITE, its ACK, the answer
+ * that follows) and streams (a message's fragments). Until the consumer
+ * says it sleeps, the peer's producer rings no doorbell: polling for up
+ * to rx_poll_us spares the peer an MMIO exit and an eventfd per
+ * descriptor, and this host an interrupt and a wake-up, each of which
+ * costs tens of microseconds under TCG, more than serving a short WRITE.
+ *
+ * Between two looks it gives way to any other task that wants this CPU:
+ * on a guest with one vCPU that is the task waiting for what the peer
+ * sends (krping's wlat spins on its buffer), which only runs when the
+ * poller lets it. cond_resched() would not: the spinner has the same
+ * priority, so the poller would keep the CPU for the rest of its slice.
+ * Hence yield(), bounded by rx_poll_us of wall time.
+ *
  * Return: whether entries came.
  */
 static bool ropcie_lx_rx_poll(struct ropcie_lx_rx *rx)
 {
 	u64 until, budget = READ_ONCE(ropcie_rx_poll_us) * NSEC_PER_USEC;
 
-	if (!rx->streaming || !budget)
+	if (!budget)
 		return false;
 	until = local_clock() + budget;
-	while (!need_resched() && !kthread_should_stop()) {
+	while (!kthread_should_stop()) {
 		if (ropcie_lx_pending(rx->x, rx->ring, READ_ONCE(rx->cons)))
 			return true;
 		if (local_clock() > until)
 			break;
-		cpu_relax();
+		if (need_resched() || !single_task_running())
+			yield();
+		else
+			cpu_relax();
 	}
 	return false;
 }
@@ -1644,7 +1653,9 @@ static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m)
  * are checked as the kthread checks them (ropcie_lx_rx_peek()).
  *
  * Context: hard interrupt.
- * Return: true when the ring is empty now: the kthread need not wake.
+ * Return: true when the ring is empty now: the kthread has nothing to
+ * consume (it is still woken to poll for what follows, see
+ * ropcie_lx_rx_poll()).
  */
 static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at)
 {
@@ -1741,7 +1752,7 @@ static bool ropcie_lx_rx_sync(struct ropcie_lx_rx *rx)
 		rx->gen = cur;
 		WRITE_ONCE(rx->cons, 0);
 		rx->want_at = 0;
-		rx->streaming = false;
+		rx->traffic = false;
 	}
 	return up && rx->gen != rx->broken;
 }
@@ -1756,7 +1767,7 @@ static int ropcie_lx_rx_thread(void *arg)
 	while (!kthread_should_stop()) {
 		int seen = atomic_read(&rx->events);
 		u64 rang_at;
-		bool live;
+		bool live, poll;
 		u32 gen;
 
 		ropcie_lx_rx_own(rx);
@@ -1768,8 +1779,10 @@ static int ropcie_lx_rx_thread(void *arg)
 			live = false;
 		}
 		gen = rx->gen;
+		poll = live && rx->traffic;
+		rx->traffic = false;
 		ropcie_lx_rx_disown(rx);
-		if (live && ropcie_lx_rx_poll(rx))
+		if (poll && ropcie_lx_rx_poll(rx))
 			continue;
 		/* Asleep, then look again: Dekker with the producer. */
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 1);
@@ -1873,8 +1886,12 @@ void ropcie_xport_doorbell(struct ropcie_link *link, bool rang)
 
 		if (rang && !ropcie_lx_rx_due(rx))
 			continue;
-		if (rang && ropcie_lx_rx_fast(rx, t))
+		if (rang && ropcie_lx_rx_fast(rx, t)) {
+			/* Served: the kthread only polls for what follows. */
+			if (READ_ONCE(ropcie_rx_poll_us))
+				ropcie_lx_rx_kick(rx);
 			continue;
+		}
 		if (t)
 			atomic64_cmpxchg(&rx->rang_at, 0, t);
 		ropcie_lx_rx_kick(rx);

@@ -77,9 +77,9 @@ ROPCIE_UINT_PARAM(inline_max, 4096, 0, 65536,
 ROPCIE_UINT_PARAM(irq_serve_max, 4096, 0, 65536,
 		  "Over a PCI link, serve a peer's RDMA WRITE of at most this many bytes in the doorbell's interrupt, 0..65536 (0: never)");
 
-/* A consumer that polls keeps its vCPU from the rest: keep it short. */
+/* A consumer that polls burns its CPU when nothing comes: keep it short. */
 ROPCIE_UINT_PARAM(rx_poll_us, 100, 0, 1000,
-		  "Over a PCI link, a ring's consumer that was streaming looks for more this many us before it sleeps, 0..1000 (0: never)");
+		  "Over a PCI link, a ring's consumer looks for more this many us after traffic before it sleeps, 0..1000 (0: never)");
 
 ROPCIE_UINT_PARAM(connect_timeout_ms, 10000, 100, 600000,
 		  "A connection request that is neither accepted nor rejected fails after this many ms, 100..600000");
