@@ -529,21 +529,25 @@ def transport(side):
 
 
 PARAMS = "/sys/module/ropcie/parameters"
-# main.c's defaults of the parameters the tests below change.
-PARAM_DEFAULTS = {"irq_serve_max": 4096, "rx_poll_us": 100}
 WLAT_COUNT = 200
 
 
 @pytest.fixture
 def ropcie_params(hosts):
     """Sets ropcie's module parameters on both hosts, e.g.
-    ropcie_params(rx_poll_us=0); the defaults are back afterwards."""
+    ropcie_params(rx_poll_us=0); what they were is back afterwards."""
+    saved = []
+
     def set_both(**values):
         for side in hosts:
+            for k in values:
+                saved.append((side, k, side.sh(f"cat {PARAMS}/{k}").strip()))
             side.sh("; ".join(f"echo {v} > {PARAMS}/{k}"
                               for k, v in values.items()))
     yield set_both
-    set_both(**PARAM_DEFAULTS)
+    # The first value saved of each parameter is the one before the test.
+    for side, k, v in reversed(saved):
+        side.sh(f"echo {v} > {PARAMS}/{k}")
 
 
 def wlat_across(hosts, pool):
