@@ -189,7 +189,7 @@ static void ropcie_ring_test_overflow(struct kunit *test)
 
 /* --- two kthreads ------------------------------------------------------- */
 
-#define STRESS_ITEMS	1048576U
+#define STRESS_ITEMS	262144U
 #define STRESS_SIZE	256
 
 struct stress {
