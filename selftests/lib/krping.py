@@ -546,14 +546,18 @@ class RemoteSession(Session):
         want = " ".join(states)
         stale = self._stale or "-"
         # Prints the state reached, or "timeout <states seen>".
+        # Builtins but for sleep (lib/remote.py says why); the clock is
+        # /proc/uptime's whole seconds.
         script = (f"f={self.sys}/state; seen=; stale={stale}; "
-                  f"end=$(( $(date +%s) + {math.ceil(timeout)} )); "
-                  "while :; do s=$(cat $f) || exit 2; "
+                  "read -r up _ < /proc/uptime || exit 2; "
+                  f"end=$(( ${{up%%.*}} + {math.ceil(timeout)} )); "
+                  "while :; do read -r s < $f || exit 2; "
                   "case \" $seen \" in *\" $s \"*) ;; *) seen=\"$seen $s\";; esac; "
                   "[ \"$s\" = \"$stale\" ] || stale=-; "
                   f"case \" {want} \" in *\" $s \"*) "
                   "[ \"$stale\" = - ] && { echo $s; exit 0; };; esac; "
-                  "[ $(date +%s) -ge $end ] && { echo timeout$seen; exit 3; }; "
+                  "read -r up _ < /proc/uptime || exit 2; "
+                  "[ ${up%%.*} -ge $end ] && { echo timeout$seen; exit 3; }; "
                   f"sleep {self.POLL}; done")
         cp = self.remote.cmd(script, check=False, timeout=timeout + 30)
         out = cp.stdout.strip()
@@ -985,7 +989,7 @@ def session_progress(s):
 def session_per_qp(s):
     """per_qp as [{counter: int}], one dict per connection, by index."""
     if isinstance(s, RemoteSession):
-        text = s.remote.cmd(f"cat {s.sys}/per_qp").stdout
+        text = s.remote.read(f"{s.sys}/per_qp")
     else:
         text = (s.sys / "per_qp").read_text()
     lines = text.splitlines()
@@ -1002,7 +1006,7 @@ def session_per_qp(s):
 def session_histogram(s):
     """latency/histogram as [(low_ns, high_ns, count)], ascending."""
     if isinstance(s, RemoteSession):
-        text = s.remote.cmd(f"cat {s.sys}/latency/{HISTOGRAM}").stdout
+        text = s.remote.read(f"{s.sys}/latency/{HISTOGRAM}")
     else:
         text = read_text(s.sys / "latency" / HISTOGRAM)
     return [tuple(int(x) for x in line.split())

@@ -507,20 +507,25 @@ def pid_alive(pid):
 
 def test_detaches(tmp_path, clients):
     sock, pidfile = tmp_path / "d.sock", tmp_path / "d.pid"
-    log = tmp_path / "d.log"
+    log, lock = tmp_path / "d.log", tmp_path / "d.lock"
     pid = None
     try:
-        with open(log, "w") as err:
+        # An fd the starter leaves open to its children, as check.sh's
+        # lock: the detached server must not keep it.
+        with open(log, "w") as err, open(lock, "w") as held:
             run = subprocess.run(
                 [PYTHON, SERVER, "--socket", str(sock), "--size", "8192",
                  "--vectors", "1", "--pidfile", str(pidfile)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=err, timeout=10)
+                stderr=err, timeout=10, pass_fds=(held.fileno(),))
         assert run.returncode == 0
         # Ready as soon as the command returns.
         pid = int(pidfile.read_text())
         assert pid_alive(pid) and sock.exists()
         assert f"(pid {pid})" in log.read_text()
+        fd_dir = f"/proc/{pid}/fd"
+        targets = [os.readlink(f"{fd_dir}/{fd}") for fd in os.listdir(fd_dir)]
+        assert str(lock) not in targets, targets
         a = clients(str(sock))
         a.handshake(1)
         os.kill(pid, signal.SIGTERM)
