@@ -58,7 +58,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "stock_only: its kernel path is the same on every kernel "
         "and covered on the debug kernel by a representative, KUnit or "
-        "another test; the debug-kernel stages deselect it")
+        "another test; only make check's 6.12 stage runs it")
 
 
 def pytest_generate_tests(metafunc):

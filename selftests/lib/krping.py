@@ -212,8 +212,8 @@ def errname(err):
 # The debug-kernel stages of make check run ten times slower and deselect
 # this (pytest -m "not stock_only"): tests whose kernel path is the same on
 # every kernel and is covered on the debug kernel by a representative
-# (representatives()), by KUnit or by another test. Debian's kernel runs
-# them all.
+# (representatives()), by KUnit or by another test. Debian's 6.12 runs
+# them all; 6.1 and the newest kernel deselect them as well.
 STOCK_ONLY = pytest.mark.stock_only
 
 
