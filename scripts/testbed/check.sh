@@ -228,10 +228,10 @@ stage_bed() {
 
 ONE_HOST=(-m "not two_host")
 stage_selftests() { vm_stage selftests "$SELFTESTS_KVER" selftests/run_tests.sh "${ONE_HOST[@]}"; }
-# The other kernels leave out what 6.12 has just run and what runs the
-# same on every kernel (stock_only: the option parser's value tables,
-# the CLI's own logic, the sizes and modes beyond a representative each;
-# conftest.py), as the debug kernel does.
+# The other kernels leave out, as the debug kernel does, the tests whose
+# kernel path is the same on every kernel (stock_only, conftest.py: the
+# option parser's value tables, the CLI's own logic, the sizes and modes
+# beyond a representative each); 6.12 runs them.
 OTHER_KERNEL=(-m "not stock_only and not two_host")
 # Debian 12's other kernel (its files selftests-6.1*).
 stage_selftests-6.1() { vm_stage selftests 6.1 selftests/run_tests.sh "${OTHER_KERNEL[@]}"; }
