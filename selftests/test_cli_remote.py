@@ -16,8 +16,8 @@ import pytest
 from lib import env, krping
 from lib.krping import bench_latency_samples, histogram_problems
 from lib.remote import SshRemote
-from test_cli import (PY, TOOL, interrupt_when_running, leftovers, valid,
-                      validator)  # noqa: F401 (fixture)
+from test_cli import (PY, TOOL, interrupt_when_running, leftovers, tool,
+                      valid, validator)  # noqa: F401 (fixtures)
 from test_histogram import bars
 
 pytestmark = [pytest.mark.two_host,
@@ -194,3 +194,39 @@ def test_remote_unreachable(topo, name):
     assert cp.returncode == 2, cp.stderr
     assert "ssh failed" in cp.stderr and "refused" in cp.stderr, cp.stderr
     assert time.monotonic() - t0 < krping.SHORT_TIMEOUT
+
+
+# The processes the remote kernel has created since boot, read there with
+# the shell's builtins (the long-lived shell of lib/remote.py starts none).
+FORKS = ("while read -r k v _; do [ \"$k\" = processes ] && "
+         "{ echo $v; break; }; done < /proc/stat")
+WAIT_SECS = 3
+# A wait's own programs: sshd's session and bash for the command, mkfifo
+# and rm for the fifo it pauses on; one more for whatever else starts.
+WAIT_FORKS = 5
+
+
+def test_remote_wait_starts_no_program(tool, topo, remote, name):
+    """The CLI's wait for a remote session's state must not start a
+    program for each look: under TCG each costs the remote guest 0.1 to
+    0.2 s of the CPU that the run it watches needs. The guests' root
+    shell is bash, so the wait pauses in read -t; with sleep(1) it
+    would start one program per look (10 a second)."""
+    ssh = tool.Ssh(topo.remote_args)
+    try:
+        sess = tool.RemoteSession(ssh, name + "w")
+        try:
+            before = int(remote.cmd(FORKS).stdout)
+            t0 = time.monotonic()
+            state = sess.wait(["running"], timeout=WAIT_SECS)
+            secs = time.monotonic() - t0
+            forks = int(remote.cmd(FORKS).stdout) - before
+        finally:
+            sess.remove()
+    finally:
+        ssh.close()
+    assert state is None, f"an idle session reached {state!r}"
+    assert secs >= WAIT_SECS, f"the wait ended after {secs:.2f} s"
+    assert forks <= WAIT_FORKS, \
+        f"{forks} processes started on the remote host in a " \
+        f"{secs:.1f} s wait"
