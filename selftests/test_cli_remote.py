@@ -201,9 +201,13 @@ def test_remote_unreachable(topo, name):
 FORKS = ("while read -r k v _; do [ \"$k\" = processes ] && "
          "{ echo $v; break; }; done < /proc/stat")
 WAIT_SECS = 3
-# A wait's own programs: sshd's session and bash for the command, mkfifo
-# and rm for the fifo it pauses on; one more for whatever else starts.
-WAIT_FORKS = 5
+# A wait's own processes: the shell sshd starts for the command, mkfifo
+# and rm for the fifo it pauses on, and the subshell of the read after
+# it (lib/remote.py runs each command in one): 4. Kernel threads
+# that start meanwhile count too, hence the room. With sleep(1) a 3.3 s
+# wait created 15 under TCG (two-host, 2026-11-29), more on a faster
+# machine.
+WAIT_FORKS = 8
 
 
 def test_remote_wait_starts_no_program(tool, topo, remote, name):
