@@ -55,12 +55,20 @@ top=$base/$flavour-$key
 build=$base/build-$flavour-$vtag
 stamp=$top/.complete
 
+# The guests follow /lib/modules/<release> in the host's root, but have
+# a /tmp of their own: a kernel under /tmp boots without its modules.
+# The links name the real paths (a cache dir may link to another's).
+real_top=$(readlink -m "$top") real_build=$(readlink -m "$build")
+case $real_top/ in
+/tmp/*) tb_die "the debug kernel would be in $real_top: the guests have a /tmp of their own and would not find its modules; set KRPING_CACHE outside /tmp" ;;
+esac
+
 # publish RELEASE: the links that make the kernel look installed.
 publish() {
 	local rel=$1
-	ln -sfn "$top/modules/lib/modules/$rel" "/lib/modules/$rel"
-	ln -sfn "$build" "/usr/src/linux-headers-$rel"
-	ln -sfn "$top/bzImage" "/boot/vmlinuz-$rel"
+	ln -sfn "$real_top/modules/lib/modules/$rel" "/lib/modules/$rel"
+	ln -sfn "$real_build" "/usr/src/linux-headers-$rel"
+	ln -sfn "$real_top/bzImage" "/boot/vmlinuz-$rel"
 }
 
 if [[ -f $stamp ]]; then
