@@ -341,6 +341,7 @@ static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
 			      struct ropcie_lx_tx *tx)
 {
 	unsigned long flags, deadline = jiffies + ropcie_lx_request_timeout();
+	u64 full_at = 0;
 	int room = 0;
 
 	ropcie_lx_tx_lock(x, ring);
@@ -354,6 +355,8 @@ static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
 			goto fail;
 		if (room)
 			break;
+		if (!full_at)
+			full_at = ropcie_prof_now();
 		/* Tell the peer's consumer, then look again: Dekker. */
 		ropcie_lx_set_hdr(x, gen, &ropcie_lx_out(x)->tx_want[ring], 1);
 		smp_mb();	/* want, then cons; the consumer: cons, then want */
@@ -368,6 +371,8 @@ static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
 			return -ETIMEDOUT;
 		}
 	}
+	if (full_at)
+		ropcie_prof_add(ROPCIE_PROF_LX_ROOM, ktime_get_ns() - full_at);
 	ropcie_lx_tx_take(x, ring, gen, tx);
 	return 0;
 down:
@@ -775,12 +780,15 @@ static int ropcie_lx_send_frag(struct ropcie_lx_tx *tx,
 		.addr = (uintptr_t)tx->data,
 		.len = flen,
 	};
+	u64 t_copy = flen ? ropcie_prof_now() : 0;
 
 	if (flen && !ropcie_copy_at(&dst, 1, 0, local->seg, local->n, off,
 				    flen, true)) {
 		ropcie_lx_tx_abort(tx);
 		return -EFAULT;
 	}
+	if (t_copy)
+		ropcie_prof_add(ROPCIE_PROF_LX_COPY, ktime_get_ns() - t_copy);
 	m->flags &= ~(ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST);
 	if (!off)
 		m->flags |= ROPCIE_WIRE_FIRST;
@@ -1081,10 +1089,18 @@ static int ropcie_lx_post(struct ropcie_qp *qp, const struct ropcie_req *req,
 	u32 gen;
 	int ret;
 
-	if (lx->nposted >= ROPCIE_LX_POSTED)
+	if (lx->nposted >= ROPCIE_LX_POSTED) {
+		if (may_sleep && !lx->limit_at)
+			lx->limit_at = ropcie_prof_now();
 		return -EBUSY;
+	}
 	if (!may_sleep)
 		return ropcie_lx_post_now(qp, req, local);
+	if (lx->limit_at) {
+		ropcie_prof_add(ROPCIE_PROF_LX_LIMIT,
+				ktime_get_ns() - lx->limit_at);
+		lx->limit_at = 0;
+	}
 	down_read(&ropcie_lx_life);
 	x = ropcie_lx_write_msg(qp, req, &gen, &m);
 	if (!x) {
@@ -1154,6 +1170,7 @@ static void ropcie_lx_forget(struct ropcie_qp *qp)
 {
 	mutex_lock(&qp->lx.wait_lock);
 	qp->lx.nposted = 0;
+	qp->lx.limit_at = 0;
 	mutex_unlock(&qp->lx.wait_lock);
 }
 
@@ -1766,7 +1783,7 @@ static int ropcie_lx_rx_thread(void *arg)
 
 	while (!kthread_should_stop()) {
 		int seen = atomic_read(&rx->events);
-		u64 rang_at;
+		u64 rang_at, slept_at;
 		bool live, poll;
 		u32 gen;
 
@@ -1791,10 +1808,14 @@ static int ropcie_lx_rx_thread(void *arg)
 			ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
 			continue;
 		}
+		slept_at = ring == ROPCIE_WIRE_REQ ? ropcie_prof_now() : 0;
 		wait_event_interruptible(rx->wq,
 					 atomic_read(&rx->events) != seen ||
 					 kthread_should_stop());
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
+		if (slept_at)
+			ropcie_prof_add(ROPCIE_PROF_LX_IDLE,
+					ktime_get_ns() - slept_at);
 	}
 	return 0;
 }

@@ -122,6 +122,10 @@ static const char * const ropcie_prof_names[ROPCIE_PROF_NR] = {
 	[ROPCIE_PROF_LX_WAKE] = "lx_wake",
 	[ROPCIE_PROF_LX_BELL] = "lx_bell",
 	[ROPCIE_PROF_LX_SERVE] = "lx_serve",
+	[ROPCIE_PROF_LX_COPY] = "lx_copy",
+	[ROPCIE_PROF_LX_ROOM] = "lx_room",
+	[ROPCIE_PROF_LX_LIMIT] = "lx_limit",
+	[ROPCIE_PROF_LX_IDLE] = "lx_idle",
 };
 
 static unsigned int ropcie_prof_bucket(u64 ns)

@@ -165,6 +165,8 @@ struct ropcie_inmsg {
  *	oldest at @posted_msn, under @wait_lock
  * @posted_msn: the message number of the oldest
  * @nposted: how many
+ * @limit_at: profile: when a WRITE was first held back because
+ *	ROPCIE_LX_POSTED were in flight (ns; 0: none held)
  */
 struct ropcie_qp_lx {
 	struct ropcie_xport *x;
@@ -183,6 +185,7 @@ struct ropcie_qp_lx {
 		bool done;
 	} posted[ROPCIE_LX_POSTED];
 	u32 posted_msn, nposted;
+	u64 limit_at;
 };
 
 struct ropcie_qp {
@@ -306,6 +309,10 @@ enum ropcie_prof_stage {
 	ROPCIE_PROF_LX_WAKE,	/* verdict taken to the requester running */
 	ROPCIE_PROF_LX_BELL,	/* doorbell interrupt to a descriptor taken */
 	ROPCIE_PROF_LX_SERVE,	/* a request taken to its answer in the ring */
+	ROPCIE_PROF_LX_COPY,	/* a fragment copied into the peer's ring */
+	ROPCIE_PROF_LX_ROOM,	/* a producer waiting for room in a peer's ring */
+	ROPCIE_PROF_LX_LIMIT,	/* a WRITE held while the most are in flight */
+	ROPCIE_PROF_LX_IDLE,	/* the request consumer asleep, its ring empty */
 	ROPCIE_PROF_NR
 };
 

@@ -198,7 +198,8 @@ MODES = {
     "inline": dict(inline_max=4096),
 }
 STAGES = ("post", "queue", "exec", "complete", "landed", "turnaround",
-          "lx_send", "lx_wait", "lx_wake", "lx_bell", "lx_serve")
+          "lx_send", "lx_wait", "lx_wake", "lx_bell", "lx_serve",
+          "lx_copy", "lx_room", "lx_limit", "lx_idle")
 
 
 def set_params(**params):

@@ -26,7 +26,10 @@ ropcie, lib.krping.PROVIDER "ropcie"), for the connections over it:
   and once it is back a new pair runs to the end;
 - hostile descriptors and CM messages injected while a ping runs end it
   on both hosts, the link comes back and a new pair runs; a descriptor
-  that names no connection is answered and changes nothing.
+  that names no connection is answered and changes nothing;
+- a bw of 1 MiB WRITEs with ropcie's profile on both hosts counts one
+  copy into a ring per fragment on the initiator and one served
+  request per fragment on the target.
 
 Needs a remote host with the device (scripts/testbed/vm-pair); the power
 cut needs the bed's control (lib/bed.py). Otherwise the tests skip with
@@ -616,3 +619,70 @@ def test_polling_consumers_keep_exchanges_exact(hosts, pool, ropcie_params):
         print(f"# {name}: rx_poll_us=1000: {rung} doorbells rung for "
               f"{tx} descriptors produced")
         assert tx >= 2 * WLAT_COUNT, (name, d)
+
+
+PROFILE = "/sys/kernel/debug/ropcie/profile"
+BW_COUNT = 20
+BW_SIZE = 1 << 20
+
+
+def read_profile(side):
+    """{stage: (count, min_ns, p50_ns, max_ns)} of a host's ropcie profile."""
+    out = side.sh(f"cat {PROFILE}")
+    stages = {}
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) == 7 and f[1].isdigit():
+            stages[f[0]] = (int(f[1]), int(f[5]), int(f[3]), int(f[6]))
+    return stages
+
+
+@pytest.fixture
+def link_profiling(hosts, ropcie_params):
+    """ropcie's profile on and cleared on both hosts, debugfs mounted; off
+    again afterwards (ropcie_params restores the parameter)."""
+    for side in hosts:
+        side.sh("mountpoint -q /sys/kernel/debug || "
+                "mount -t debugfs none /sys/kernel/debug")
+    ropcie_params(profile=1)
+    for side in hosts:
+        side.sh(f"echo 0 > {PROFILE}")
+
+
+@needs_connections
+def test_bw_profile_splits_the_copies_across_the_link(hosts, pool,
+                                                      link_profiling):
+    """bw of 1 MiB WRITEs from here to there with the profile on: the
+    initiator copies every fragment of every WRITE into the other host's
+    ring (lx_copy, one sample per fragment of a slot) and the target
+    serves each one (lx_serve), while the target copies none of the
+    WRITEs' bytes into a ring (its lx_copy holds only its own setup
+    SENDs). The stages that say where a stream waits (lx_room, lx_limit,
+    lx_idle: Documentation/ropcie.rst, Performance) are printed with
+    their counts; how often a stream waits depends on the host's
+    scheduling, so it is not asserted."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    _, link = there.wait_state("up", UP_TIMEOUT_S)
+    frags = BW_COUNT * -(-BW_SIZE // link["slot_size"])
+    srv, cli = pool.pair(count=BW_COUNT, size=BW_SIZE, test="bw",
+                         remote_side="server")
+    assert krping.run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s, role in ((srv, "server"), (cli, "client")):
+        assert s.stats() == krping.bench_stats("bw", role, BW_COUNT,
+                                               BW_SIZE), s.describe()
+    prof = {side.name: read_profile(side) for side in hosts}
+    for name, stages in prof.items():
+        print(f"# {name}: " + ", ".join(
+            f"{k} {v[0]} (p50 {v[2] / 1000:.0f} us)"
+            for k, v in stages.items() if k.startswith("lx_") and v[0]))
+        for k, (n, lo, p50, hi) in stages.items():
+            assert n == 0 or 0 < lo <= p50 * 17 // 16 + 1 and \
+                p50 <= hi * 17 // 16 + 1, (name, k, stages[k])
+    mine, theirs = prof[here.name], prof[there.name]
+    # A few small SENDs of krping's own exchange ride along each way.
+    assert frags <= mine["lx_copy"][0] <= frags + 4, (frags, mine)
+    assert theirs["lx_copy"][0] <= 4, theirs
+    assert frags <= theirs["lx_serve"][0] <= frags + 4, (frags, theirs)
+    assert mine["lx_send"][0] >= BW_COUNT, mine

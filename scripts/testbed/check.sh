@@ -301,7 +301,8 @@ stage_two-host() {
 # for each verdict the other host can reach: a peer that left, a header
 # not ours, a restart; two-host-ropcie-debug scribbles every field), the
 # ring indices, and each descriptor and CM message class the other host
-# checks (test_pci_link.py, test_ropcie_link.py); NVMe-oF, the target
+# checks, and a bw with the profile on both hosts (test_pci_link.py,
+# test_ropcie_link.py); NVMe-oF, the target
 # there and the host here (test_ulp_remote.py).
 TWO_HOST_ROPCIE_K="(test_ping and not lkey and not variants and not inv and not validate"
 TWO_HOST_ROPCIE_K+=" and (1-reg or 65536-dma or 1048576-reg or (max_size and dma)))"
