@@ -1080,23 +1080,30 @@ int krping_accept(struct krping_run *run)
 	ret = krping_setup(run, child);
 	if (!ret)
 		ret = krping_post_recv(run);
-	if (ret)
-		return ret;
-
-	krping_plan_end(run);
-	krping_conn_param(&param, &hello, krping_hello_group(run) |
-			  (run->server_leaves_first ?
-			   KRPING_HELLO_LEAVES_FIRST : 0), run->count);
-	/* Outside the CM handler rdma_accept() needs the handler lock. */
-	rdma_lock_handler(child);
-	ret = rdma_accept(child, &param);
-	rdma_unlock_handler(child);
-	if (!ret)
-		return krping_wait_cm(run, KRPING_CM_ESTABLISHED);
 	/*
-	 * A client that gave up while we set up (its REJ, its close) fails
-	 * the accept with -EINVAL, as the CM's state has moved on, before
-	 * the handler lock we held let the CM tell us why: wait for that.
+	 * A client that gave up (its REJ, its close) before we got here
+	 * fails the QP's creation with -EINVAL, as the CM's state has moved
+	 * on (ib_cm_init_qp_attr()); its REJECTED is on its way.
+	 */
+	if (ret && ret != -EINVAL)
+		return ret;
+	if (!ret) {
+		krping_plan_end(run);
+		krping_conn_param(&param, &hello, krping_hello_group(run) |
+				  (run->server_leaves_first ?
+				   KRPING_HELLO_LEAVES_FIRST : 0), run->count);
+		/* Outside the CM handler rdma_accept() needs the lock. */
+		rdma_lock_handler(child);
+		ret = rdma_accept(child, &param);
+		rdma_unlock_handler(child);
+		if (!ret)
+			return krping_wait_cm(run, KRPING_CM_ESTABLISHED);
+	}
+	/*
+	 * A client that gave up while we set up fails the accept with
+	 * -EINVAL in the same way, before the handler lock we held let the
+	 * CM tell us why. Either way, wait for the CM's verdict, which says
+	 * why (KRPING_FLUSH_TIMEOUT at most).
 	 */
 	krping_wait_cm_verdict(run);
 	if (krping_broken(run) || krping_told_to_stop(run))

@@ -8,9 +8,11 @@ connection and bandwidth/bytes qps times its bytes; that qps=1 runs as
 before with one per_qp line; that the maximum (16) runs and 17 is
 refused; that a peer of another qps is refused (the client fails with
 ECONNREFUSED); that one connection's failure ends the others and the
-session with its error; that start=0 and rmdir in the middle of a qps=4
-run end within the bound of a single connection; and that tools/krping's
---qps runs them and reports per_qp in JSON valid against its schema.
+session with its error; that a server whose client gives up its
+request ends failed with the CM's verdict wherever the reject finds it;
+that start=0 and rmdir in the middle of a qps=4 run end within the
+bound of a single connection; and that tools/krping's --qps runs them
+and reports per_qp in JSON valid against its schema.
 """
 
 import errno
@@ -222,6 +224,59 @@ def test_qps_one_connection_fails(pool):
         assert len(rows) == 2, f"{s.name} {rows}"
         assert s.stats() == {k: sum(r[k] for r in rows)
                              for k in krping.STATS}, s.describe()
+    assert pool.cleanup() == []
+    krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
+                    what="no krping sessions or kthreads")
+    assert krping.rdma_resource_counts() == before
+
+
+# How long the user below waits between its request and giving it up:
+# from at once to after the server's REP, so that the REJ finds the
+# server before its QP exists, while it accepts, and after it.
+GIVE_UP_AFTER_S = (0, 0, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                   0.05)
+
+
+@pytest.mark.skipif(krping.PROVIDER != "rxe",
+                    reason="a connect without a QP of one's own is RoCE's: "
+                    "iw_cm needs the caller's QP, ropcie refuses another's")
+@pytest.mark.parametrize("qps", [1, 2])
+def test_client_that_gives_up_ends_the_server_refused(pool, qps):
+    """A client that gives up its connection request (a user of
+    /dev/infiniband/rdma_cm destroying its id: the CM sends a REJ) ends
+    the server's run failed with ECONNREFUSED (the CM's REJECTED) or
+    ECONNRESET (its receives flushed first), wherever the REJ finds it:
+    before it created its QP, while it accepts, after its REP. Never
+    EINVAL, which the CM's moved-on state gives the QP's creation and
+    the accept (seen on 6.1 under load, in a run of qps=2). A server of
+    qps=2 then stops its other run; nothing of either is left."""
+    before = krping.rdma_resource_counts()
+    ucm = Ucm()
+    ends = []
+    try:
+        for i, delay in enumerate(GIVE_UP_AFTER_S):
+            srv = pool.session(f"g{i}", role="server",
+                               addr=krping.SERVER_ADDR,
+                               port=krping.next_port(), test="bw",
+                               count=COUNT, size=64, qps=qps)
+            srv.start()
+            srv.expect_state("listening")
+            cid = ucm.create_id()
+            ucm.resolve_addr(cid, krping.SERVER_ADDR, int(srv.get("port")))
+            ucm.expect(cid, "ADDR_RESOLVED", [])
+            ucm.resolve_route(cid)
+            ucm.expect(cid, "ROUTE_RESOLVED", [])
+            ucm.connect(cid, FOREIGN_QPN, hello(qps, 0, COUNT))
+            time.sleep(delay)
+            ucm.destroy_id(cid)
+            state = srv.wait_end(PEER_END)
+            ends.append((delay, state, srv.error))
+            assert state == "failed", (delay, srv.describe())
+            assert srv.error in (-errno.ECONNREFUSED, -errno.ECONNRESET), \
+                (delay, srv.describe())
+    finally:
+        ucm.close()
+        print("server ends (give-up delay s, state, error):", ends)
     assert pool.cleanup() == []
     krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
                     what="no krping sessions or kthreads")

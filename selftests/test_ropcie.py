@@ -23,11 +23,11 @@ import time
 
 import pytest
 
-from lib import krping
+from lib import krping, ropcie
 from lib.krping import run_pair, ping_stats
 
 from lib.ropcie import (ROPCIE_DEV, NETDEV, ADDR, sh, link_exists,  # noqa: F401
-                        port_active, ensure_setup, teardown_setup)
+                        port_active, ensure_setup, teardown_setup, PROFILE)
 
 SIZES = [1, 64, 4096, 65536, 1048576]
 
@@ -192,7 +192,6 @@ def test_ropcie_bench_timed(pool, test):
 # Who runs a small RDMA WRITE (Documentation/ropcie.rst, Performance): the
 # QP's worker only, or its poster, inline (module option inline_max).
 PARAMS = "/sys/module/ropcie/parameters"
-PROFILE = "/sys/kernel/debug/ropcie/profile"
 MODES = {
     "worker": dict(inline_max=0),
     "inline": dict(inline_max=4096),
@@ -214,18 +213,11 @@ def read_params(*names):
 
 def read_profile():
     """{stage: {column: int}} and the executed counts of debugfs
-    ropcie/profile."""
+    ropcie/profile, every stage of STAGES in it."""
     with open(PROFILE) as f:
-        lines = f.read().splitlines()
-    cols = lines[0].split()[1:]
-    stages = {}
-    for line in lines[1:1 + len(STAGES)]:
-        f = line.split()
-        stages[f[0]] = dict(zip(cols, map(int, f[1:])))
-    last = lines[1 + len(STAGES)].replace(",", "").split()
-    assert last[:3] == ["executed", "by", "worker"] and last[4] == "inline", \
-        lines
-    return stages, {"worker": int(last[3]), "inline": int(last[5])}
+        stages, executed = ropcie.parse_profile(f.read())
+    assert tuple(stages) == STAGES, stages
+    return stages, executed
 
 
 @pytest.fixture

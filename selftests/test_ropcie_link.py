@@ -45,6 +45,7 @@ import time
 import pytest
 
 from lib import bed, krping
+from lib.ropcie import PROFILE, parse_profile
 from lib.pci_link import Side, pci_name, sides
 
 pytestmark = pytest.mark.two_host
@@ -621,20 +622,13 @@ def test_polling_consumers_keep_exchanges_exact(hosts, pool, ropcie_params):
         assert tx >= 2 * WLAT_COUNT, (name, d)
 
 
-PROFILE = "/sys/kernel/debug/ropcie/profile"
 BW_COUNT = 20
 BW_SIZE = 1 << 20
 
 
 def read_profile(side):
-    """{stage: (count, min_ns, p50_ns, max_ns)} of a host's ropcie profile."""
-    out = side.sh(f"cat {PROFILE}")
-    stages = {}
-    for line in out.splitlines()[1:]:
-        f = line.split()
-        if len(f) == 7 and f[1].isdigit():
-            stages[f[0]] = (int(f[1]), int(f[5]), int(f[3]), int(f[6]))
-    return stages
+    """{stage: {column: int}} of a host's ropcie profile."""
+    return parse_profile(side.sh(f"cat {PROFILE}"))[0]
 
 
 @pytest.fixture
@@ -675,14 +669,15 @@ def test_bw_profile_splits_the_copies_across_the_link(hosts, pool,
     prof = {side.name: read_profile(side) for side in hosts}
     for name, stages in prof.items():
         print(f"# {name}: " + ", ".join(
-            f"{k} {v[0]} (p50 {v[2] / 1000:.0f} us)"
-            for k, v in stages.items() if k.startswith("lx_") and v[0]))
-        for k, (n, lo, p50, hi) in stages.items():
-            assert n == 0 or 0 < lo <= p50 * 17 // 16 + 1 and \
-                p50 <= hi * 17 // 16 + 1, (name, k, stages[k])
+            f"{k} {v['count']} (p50 {v['p50_ns'] / 1000:.0f} us)"
+            for k, v in stages.items() if k.startswith("lx_") and v["count"]))
+        for k, v in stages.items():
+            assert v["count"] == 0 or \
+                0 < v["min_ns"] <= v["p50_ns"] * 17 // 16 + 1 and \
+                v["p50_ns"] <= v["max_ns"] * 17 // 16 + 1, (name, k, v)
     mine, theirs = prof[here.name], prof[there.name]
     # A few small SENDs of krping's own exchange ride along each way.
-    assert frags <= mine["lx_copy"][0] <= frags + 4, (frags, mine)
-    assert theirs["lx_copy"][0] <= 4, theirs
-    assert frags <= theirs["lx_serve"][0] <= frags + 4, (frags, theirs)
-    assert mine["lx_send"][0] >= BW_COUNT, mine
+    assert frags <= mine["lx_copy"]["count"] <= frags + 4, (frags, mine)
+    assert theirs["lx_copy"]["count"] <= 4, theirs
+    assert frags <= theirs["lx_serve"]["count"] <= frags + 4, (frags, theirs)
+    assert mine["lx_send"]["count"] >= BW_COUNT, mine

@@ -10,6 +10,7 @@ import subprocess
 from lib import krping
 
 ROPCIE_DEV = "ropcie0"
+PROFILE = "/sys/kernel/debug/ropcie/profile"
 NETDEV = "rp0"
 ADDR = "10.77.0.1"
 
@@ -53,3 +54,22 @@ def teardown_setup():
         sh("rdma", "link", "delete", ROPCIE_DEV, check=False)
     if os.path.exists(f"/sys/class/net/{NETDEV}"):
         sh("ip", "link", "del", NETDEV, check=False)
+
+
+def parse_profile(text):
+    """The table of debugfs ropcie/profile (Documentation/ropcie.rst,
+    Performance) as ({stage: {column: int}}, {"worker": n, "inline": n}),
+    the second from its closing "executed by worker N, inline N" line.
+    Raises AssertionError on a table of another shape."""
+    lines = text.splitlines()
+    assert lines and lines[0].split()[0] == "stage", text
+    cols = lines[0].split()[1:]
+    stages = {}
+    for line in lines[1:-1]:
+        f = line.split()
+        assert len(f) == len(cols) + 1, (line, text)
+        stages[f[0]] = dict(zip(cols, map(int, f[1:])))
+    last = lines[-1].replace(",", "").split()
+    assert last[:3] == ["executed", "by", "worker"] and \
+        last[4] == "inline", text
+    return stages, {"worker": int(last[3]), "inline": int(last[5])}
