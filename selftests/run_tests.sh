@@ -22,8 +22,10 @@
 # KRPING_TEST_TIMEOUT (per wait, default 60 s), KRPING_TEST_WATCHDOG
 # (per test, default 300 s), KRPING_TEST_PORT_BASE (default 20000).
 #
-# Exit status: 0 nothing failed (skips allowed), 1 a test failed,
-# 4 (kselftest skip) nothing could run here, other: pytest broke.
+# Exit status: 0 nothing failed (skips allowed), 1 a test failed or no
+# test was selected, 4 (kselftest skip) nothing could run here (every
+# selected test skipped), 2 a pytest usage error (a missing file, a bad
+# option), other: pytest broke.
 set -u
 
 dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,5 +52,16 @@ fi
 export PYTHONDONTWRITEBYTECODE=1
 export PATH=$PATH:/usr/sbin:/sbin
 cd "$dir" || exit 1
-exec "$python" -m pytest -v -c "$dir/pytest.ini" \
-	--rootdir "$dir" --tap --continue-on-collection-errors "$@"
+# pytest exits 4 both for kselftest's skip (every selected test skipped:
+# lib/tap.py printed a plan) and for its own usage errors (a missing
+# file, a bad option: no plan). The second is no skip.
+tap=$(mktemp) || exit 1
+trap 'rm -f "$tap"' EXIT
+"$python" -m pytest -v -c "$dir/pytest.ini" \
+	--rootdir "$dir" --tap --continue-on-collection-errors "$@" | tee "$tap"
+rc=${PIPESTATUS[0]}
+if [ "$rc" -eq "$ksft_skip" ] && ! grep -q '^1\.\.[0-9]' "$tap"; then
+	echo "# pytest usage error: exit status 4 without a plan" >&2
+	rc=2
+fi
+exit "$rc"

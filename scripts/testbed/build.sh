@@ -8,7 +8,8 @@
 # and publish it as $KRPING_CACHE/ko/<release>/rdma_krping.ko (the default
 # module of vm-run; removed when the build fails, so no test runs a stale
 # module), and the ropcie provider next to it as ropcie.ko (and its
-# negative test module ropcie_test.ko). For a kernel with CONFIG_KUNIT=y
+# negative test module ropcie_test.ko). A build that succeeds without
+# one of the modules it asked for fails, and publishes none. For a kernel with CONFIG_KUNIT=y
 # (the debug kernel) the KUnit suites are built as modules too and
 # published in $KRPING_CACHE/ko/<release>/kunit/. Builds from a fresh copy of the project sources (out-of-tree kbuild writes its
 # objects next to the sources, so each kernel needs its own copy; a clean
@@ -61,24 +62,32 @@ for want in "$@"; do
 	mkdir -p "$dir"
 	copy_sources "$dir"
 	rc=0
-	kunit=()
+	kunit=() kunit_ko=()
 	if grep -q '^CONFIG_KUNIT=y' "$kdir/.config" 2>/dev/null; then
 		kunit=(CONFIG_KRPING_OPTIONS_KUNIT_TEST=m CONFIG_KRPING_LATENCY_KUNIT_TEST=m
 			CONFIG_ROPCIE_RING_KUNIT_TEST=m CONFIG_ROPCIE_WIRE_KUNIT_TEST=m)
+		kunit_ko=(kunit/krping_options_kunit.ko kunit/krping_latency_kunit.ko
+			kunit/ropcie_ring_kunit.ko kunit/ropcie_wire_kunit.ko)
 	fi
 	make -C "$kdir" M="$dir" CONFIG_RDMA_KRPING=m \
 		CONFIG_ROPCIE=m CONFIG_ROPCIE_TEST=m "${kunit[@]}" \
 		W=1 -j"$(nproc)" modules >"$log" 2>&1 || rc=$?
 	warnings=$(grep -i 'warning:' "$log" | grep -vF "$NOT_A_WARNING" || true)
 	secs=$(tb_elapsed "$start")
-	if ((rc == 0)) && [[ -z $warnings ]] && [[ -f $dir/rdma_krping.ko ]]; then
+	# Every module asked for must come out: a make that succeeds
+	# without one (a Kbuild line lost) would leave the tests that need
+	# it without it.
+	missing=()
+	for m in rdma_krping.ko ropcie.ko ropcie_test.ko ${kunit_ko[@]+"${kunit_ko[@]}"}; do
+		[[ -f $dir/$m ]] || missing+=("$m")
+	done
+	if ((rc == 0)) && [[ -z $warnings ]] && ((${#missing[@]} == 0)); then
 		# Atomic for a VM that is about to copy it.
 		cp "$dir/rdma_krping.ko" "$pub.tmp.$$"
 		mv -f "$pub.tmp.$$" "$pub"
-		# The ropcie provider and its test module, when the tree has
-		# them (vm-run loads ropcie.ko; the selftests load the other).
+		# The ropcie provider and its test module (vm-run loads
+		# ropcie.ko; the selftests load the other).
 		for m in ropcie ropcie_test; do
-			[[ -f $dir/$m.ko ]] || continue
 			cp "$dir/$m.ko" "${pub%/*}/$m.ko.tmp.$$"
 			mv -f "${pub%/*}/$m.ko.tmp.$$" "${pub%/*}/$m.ko"
 		done
@@ -91,10 +100,11 @@ for want in "$@"; do
 		tb_log "$kver: ok in ${secs}s -> $pub"
 	else
 		failed=1
-		rm -f "$pub" "${pub%/*}/ropcie.ko" "${pub%/*}/ropcie_test.ko"
+		rm -rf "$pub" "${pub%/*}/ropcie.ko" "${pub%/*}/ropcie_test.ko" "${pub%/*}/kunit"
 		out+="not ok $n build $kver W=1"$'\n'
 		why="make exit $rc"
 		[[ -n $warnings ]] && why+=", $(grep -c . <<<"$warnings") warning(s)"
+		((${#missing[@]} == 0)) || why+=", not built: ${missing[*]}"
 		out+="# $why; log: $log"$'\n'
 		# The lines that matter, as TAP diagnostics and on stderr.
 		diag=$(grep -E -i 'error|warning:|[*]{3}' "$log" | grep -vF "$NOT_A_WARNING" | head -n 40 || true)

@@ -3,7 +3,13 @@
 terminal output ("TAP version 13", "1..N", "ok N - name",
 "not ok N - name", "ok N - name # SKIP reason"; diagnostics as "# ...").
 The exit status is 0 when nothing failed, 1 when something failed and 4
-(kselftest's skip) when every test was skipped.
+(kselftest's skip) when every selected test was skipped. A run that
+selects no test (every one deselected by -k/-m, or none found) is no
+skip but a failure: "Bail out!" and status 1. pytest's own usage error
+(a missing file, a bad -k) also exits 4; this plugin then prints
+"Bail out!" and no plan, and run_tests.sh turns that 4 into 2.
+After the plan, "# selected S of C collected (D deselected)" says how
+much of the suite the selection kept (the test bed's summary checks it).
 
 The selftests load it from their conftest; the test bed's own host tests
 (scripts/testbed/tests) with -p lib.tap and selftests/ on PYTHONPATH.
@@ -53,6 +59,8 @@ class TapPlugin:
         self.collect_errors = []
         self.reports = {}
         self.durations = []
+        self.deselected = 0
+        self.planned = False
 
     def _out(self, *lines):
         if self.capman is not None:
@@ -74,12 +82,20 @@ class TapPlugin:
         if report.failed:
             self.collect_errors.append(report)
 
+    def pytest_deselected(self, items):
+        self.deselected += len(items)
+
     def pytest_collection_finish(self, session):
         total = len(session.items) + len(self.collect_errors)
         if total == 0:
-            self._out("1..0 # SKIP no tests collected")
+            # Nothing to run is no skip: a selection that matches nothing
+            # or a file that holds no test is the caller's mistake.
             return
-        self._out(f"1..{total}")
+        self.planned = True
+        self._out(f"1..{total}",
+                  f"# selected {len(session.items)} of "
+                  f"{len(session.items) + self.deselected} collected "
+                  f"({self.deselected} deselected)")
         for rep in self.collect_errors:
             self.num += 1
             self.counts["fail"] += 1
@@ -158,8 +174,14 @@ class TapPlugin:
             self._write_durations()
         self._out(f"# Totals: pass:{c['pass']} fail:{c['fail']} xfail:0 "
                   f"xpass:0 skip:{c['skip']} error:0")
-        if c["fail"]:
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:
+            # pytest exits 4 whatever a hook says; no plan marks it.
+            self._out("Bail out! pytest usage error (its message is on stderr)")
+        elif not self.planned and exitstatus in (0, 5):
+            self._out(f"Bail out! no test selected ({self.deselected} "
+                      "deselected, none left to run)")
+            session.exitstatus = 1
+        elif c["fail"]:
             session.exitstatus = 1
         elif exitstatus in (0, 5):
-            total = sum(c.values())
-            session.exitstatus = 4 if total == 0 or c["skip"] == total else 0
+            session.exitstatus = 4 if c["skip"] == sum(c.values()) else 0
