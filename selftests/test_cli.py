@@ -23,6 +23,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -402,6 +403,58 @@ def test_interrupt_removes_sessions(name):
         name + "c", krping.SHORT_TIMEOUT)
     assert rc == 130, err
     assert "interrupted" in err
+
+
+@krping.STOCK_ONLY
+def test_interrupts_in_a_row_remove_sessions(name):
+    """Ctrl-C held down: SIGINT every 10 ms from the run on, so that some
+    arrive while the CLI stops and removes its sessions. It must finish
+    that, exit 130 without a traceback, and leave nothing behind: the
+    same port serves the next pair."""
+    port = krping.next_port()
+    p = subprocess.Popen([PY, str(TOOL), "pair", *map(str, common(port=port, count=0)),
+                          "--name", name], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        krping.wait_for(lambda: (krping.SYSFS / (name + "c")).is_dir(),
+                        timeout=krping.SHORT_TIMEOUT, what=f"session {name}c")
+        s = krping.Session(name + "c", create=False)
+        s.wait_state("running", krping.SHORT_TIMEOUT)
+        s._close()
+        deadline = time.monotonic() + krping.SHORT_TIMEOUT
+        sent = 0
+        while p.poll() is None and time.monotonic() < deadline:
+            p.send_signal(signal.SIGINT)
+            sent += 1
+            time.sleep(0.01)
+        _, err = p.communicate(timeout=krping.SHORT_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert "Traceback" not in err, err
+    assert p.returncode == 130, err
+    assert sent > 1, f"the CLI ended after the first SIGINT already: {err}"
+    assert leftovers(name) == []
+    cli("pair", *common(port=port, count=2), "--name", name + "n", check=0)
+
+
+@krping.STOCK_ONLY
+def test_a_signal_while_a_session_is_made_leaves_none(name, tool, monkeypatch):
+    """SIGINT right after the CLI's mkdir of its session, before it could
+    note the session anywhere: cleanup must still find and remove it."""
+    real_mkdir = os.mkdir
+
+    def mkdir_then_signal(path, *args, **kwargs):
+        real_mkdir(path, *args, **kwargs)
+        if os.path.basename(str(path)).startswith(name):
+            os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(tool.os, "mkdir", mkdir_then_signal)
+    rc, _, err = inproc("pair", *common(count=1), "--name", name)
+    monkeypatch.undo()
+    assert rc == 130, err
+    assert "interrupted" in err
+    assert leftovers(name) == []
 
 
 @krping.STOCK_ONLY
