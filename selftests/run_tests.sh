@@ -52,16 +52,18 @@ fi
 export PYTHONDONTWRITEBYTECODE=1
 export PATH=$PATH:/usr/sbin:/sbin
 cd "$dir" || exit 1
-# pytest exits 4 both for kselftest's skip (every selected test skipped:
-# lib/tap.py printed a plan) and for its own usage errors (a missing
-# file, a bad option: no plan). The second is no skip.
+# pytest exits 4 both for kselftest's skip (every selected test skipped)
+# and for its own usage errors: a bad option (no TAP at all), a missing
+# file or a bad -k expression (lib/tap.py's "Bail out! pytest usage
+# error"). The second is no skip.
 tap=$(mktemp) || exit 1
 trap 'rm -f "$tap"' EXIT
 "$python" -m pytest -v -c "$dir/pytest.ini" \
 	--rootdir "$dir" --tap --continue-on-collection-errors "$@" | tee "$tap"
 rc=${PIPESTATUS[0]}
-if [ "$rc" -eq "$ksft_skip" ] && ! grep -q '^1\.\.[0-9]' "$tap"; then
-	echo "# pytest usage error: exit status 4 without a plan" >&2
+if [ "$rc" -eq "$ksft_skip" ] && { ! grep -q '^1\.\.[0-9]' "$tap" ||
+	grep -q '^Bail out! pytest usage error' "$tap"; }; then
+	echo "# pytest usage error: exit status 4 is no skip here" >&2
 	rc=2
 fi
 exit "$rc"

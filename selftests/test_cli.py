@@ -433,10 +433,38 @@ def test_interrupts_in_a_row_remove_sessions(name):
             p.kill()
             p.wait()
     assert "Traceback" not in err, err
-    assert p.returncode == 130, err
-    assert sent > 1, f"the CLI ended after the first SIGINT already: {err}"
+    assert p.returncode == 130, f"{sent} SIGINTs: {err}"
     assert leftovers(name) == []
     cli("pair", *common(port=port, count=2), "--name", name + "n", check=0)
+
+
+@krping.STOCK_ONLY
+def test_an_interrupt_during_cleanup_removes_every_session(name, tool, monkeypatch):
+    """SIGINT while the CLI stops its first session after a Ctrl-C: the
+    cleanup goes on and removes both."""
+    real_stop = tool.Session.stop
+    signalled = []
+
+    def stop_then_signal(self):
+        real_stop(self)
+        if not signalled:
+            signalled.append(self.name)
+            os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(tool.Session, "stop", stop_then_signal)
+    real_start = tool.Session.start
+
+    def start_then_signal(self):
+        real_start(self)
+        if self.name == name + "c":
+            os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(tool.Session, "start", start_then_signal)
+    rc, _, err = inproc("pair", *common(count=0), "--name", name)
+    monkeypatch.undo()
+    assert signalled, err
+    assert rc == 130, err
+    assert "still removing the sessions" in err
+    assert "Traceback" not in err and "Interrupted" not in err, err
+    assert leftovers(name) == []
 
 
 @krping.STOCK_ONLY

@@ -85,8 +85,9 @@
 # vm-<stage>-<kver>/.
 # The last line printed is "N passed, N failed, N skipped" (tap-summary);
 # the exit status is 1 when anything failed, a stage exited non-zero
-# (a crash, a guest whose setup failed, 4: everything skipped) or a TAP
-# file selected fewer tests than scripts/testbed/selected-minimums says.
+# (a crash, a guest whose setup failed, 4: everything skipped) or a
+# stage's pytest runs selected fewer tests than
+# scripts/testbed/selected-minimums says.
 #
 # Environment: KRPING_CACHE, KRPING_RESULTS,
 #   KRPING_VM_TIMEOUT (default: selftests/settings timeout= + 300 s),
@@ -649,5 +650,5 @@ PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 # The summary fails a stage that shrank below its minimum selection
 # (selected-minimums: update it with the change that removes tests).
-exec "$PY" "$TB_DIR/tap-summary" --minimums "$TB_DIR/selected-minimums" \
-	"$RESULTS" "${stages[@]}"
+exec "$PY" "$TB_DIR/tap-summary" --stages "${KNOWN[*]}" \
+	--minimums "$TB_DIR/selected-minimums" "$RESULTS" "${stages[@]}"

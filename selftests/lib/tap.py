@@ -6,8 +6,9 @@ The exit status is 0 when nothing failed, 1 when something failed and 4
 (kselftest's skip) when every selected test was skipped. A run that
 selects no test (every one deselected by -k/-m, or none found) is no
 skip but a failure: "Bail out!" and status 1. pytest's own usage error
-(a missing file, a bad -k) also exits 4; this plugin then prints
-"Bail out!" and no plan, and run_tests.sh turns that 4 into 2.
+exits 4 too: a bad option before any TAP, a missing file or a bad -k
+expression with "Bail out! pytest usage error" from this plugin;
+run_tests.sh turns that 4 into 2.
 After the plan, "# selected S of C collected (D deselected)" says how
 much of the suite the selection kept (the test bed's summary checks it).
 

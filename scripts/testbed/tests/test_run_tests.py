@@ -90,6 +90,20 @@ def test_run_tests_turns_a_usage_error_into_2(run_tests):
     assert rc == 2
 
 
+def test_run_tests_turns_a_bad_k_expression_into_2(run_tests):
+    """pytest reads -k after the plugin printed its plan: the usage
+    error's Bail out!, not the missing plan, tells it from a skip."""
+    rc, out = run_tests("test_options.py", "-k", "one and (")
+    assert "Bail out! pytest usage error (its message is on stderr)" in out, out
+    assert rc == 2
+
+
+def test_run_tests_turns_a_bad_option_into_2(run_tests):
+    rc, out = run_tests("--no-such-option")
+    assert not any(x.startswith("1..") for x in out), out
+    assert rc == 2
+
+
 def test_run_tests_fails_a_selection_of_nothing(run_tests):
     rc, out = run_tests("test_options.py", "-k", "no_such_test_anywhere")
     assert any(x.startswith("Bail out! no test selected") for x in out), out
