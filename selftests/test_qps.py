@@ -159,10 +159,35 @@ def hello(qps, index, count):
     return struct.pack(">III", HELLO_MAGIC, qps << 8 | index << 16, count)
 
 
+# The IB CM's own race, which no server can see: ib_cm takes each MAD
+# in a work item on the per-CPU workqueue of the CPU that polled it, so
+# a REJ polled on another CPU than its REQ can be handled first, and
+# then no id is found for it and it is dropped. Traced on 6.12 (11 of
+# 3100 requests, REQ and REJ always polled on different CPUs; the
+# server's CM then resent its REP every 4.3 s): see Documentation/
+# testing.rst, "A REJ that the CM drops".
+CM_DROPS_REJ = ("ib_cm dropped the REJ: drivers/infiniband/core/cm.c, "
+                "cm_recv_handler() queues each MAD on the ib_cm per-CPU "
+                "workqueue of the CPU that polled it, and a REJ handled "
+                "before cm_req_handler() has made its REQ's id findable "
+                "(cm_match_req(), cm_finalize_id()) is found by no "
+                "cm_acquire_rejected_id(): cm_rej_handler() returns "
+                "-EINVAL")
+# At most this many requests of a run of a test may meet that race.
+CM_DROPS_ALLOWED = 1
+CM_COUNTERS = ("cm_rx_msgs/req", "cm_rx_msgs/rej", "cm_rx_msgs/rep")
+
+
+def cm_counters(dev):
+    """The IB CM's message counters of port 1 of dev (ib_cm's sysfs)."""
+    port = f"/sys/class/infiniband/{dev}/ports/1"
+    return {c: int(krping.read_text(f"{port}/{c}")) for c in CM_COUNTERS}
+
+
 @pytest.mark.skipif(krping.PROVIDER != "rxe",
                     reason="a connect without a QP of one's own is RoCE's: "
                     "iw_cm needs the caller's QP, ropcie refuses another's")
-def test_qps_one_connection_fails(pool):
+def test_qps_one_connection_fails(pool, capsys):
     """One of a session's connections fails, the others did not: a user
     of /dev/infiniband/rdma_cm takes a qps=2 server's connection 1
     first (its request carries a hello of qps 2, index 1), so that a
@@ -173,10 +198,17 @@ def test_qps_one_connection_fails(pool):
     (ECONNRESET, or ECONNREFUSED for a connection the client gave up
     before it was established: the CM's reject) and stops run 1, which
     still waits for the user's connection; when the client gave up
-    before its connection 0 reached the server, run 0 waits for it like
-    any server, and a stop ends the session within STOP_LIMIT. per_qp
-    and stats/ agree on both sides, and nothing of them is left."""
+    before its connection 0 reached the server (the port counted one
+    REQ of it, connection 1's), run 0 waits for it like any server, and
+    a stop ends the session within STOP_LIMIT. So it does when the REQ
+    of connection 0 and its REJ both reached the port, but the CM
+    dropped the REJ (CM_DROPS_REJ, said in a TAP comment;
+    test_client_that_gives_up_ends_the_server_refused shows that krping
+    takes every REJECTED the CM gives it). per_qp and stats/ agree on
+    both sides, and nothing of them is left."""
     before = krping.rdma_resource_counts()
+    dev = krping.local_rdma_device(krping.SERVER_ADDR)
+    assert dev, f"no RDMA device holds {krping.SERVER_ADDR}"
     srv, cli = pool.pair(count=COUNT, size=SIZE["bw"], test="bw", qps=2)
     srv.start()
     srv.expect_state("listening")
@@ -191,6 +223,7 @@ def test_qps_one_connection_fails(pool):
         ucm.connect(cid, FOREIGN_QPN, hello(2, 1, COUNT))
         # the server's run 1 accepted it (its REP came back)
         ucm.expect(cid, "CONNECT_RESPONSE", events)
+        cm0 = cm_counters(dev)
         t0 = time.monotonic()
         cli.start()
         assert cli.wait_end() == "failed", cli.describe()
@@ -205,6 +238,20 @@ def test_qps_one_connection_fails(pool):
         except krping.StateTimeout:
             state = None
         if state is None:
+            cm = cm_counters(dev)
+            grew = {c: cm[c] - cm0[c] for c in CM_COUNTERS}
+            # Connection 1's REQ, and connection 0's if it came: then
+            # its REJ came too (with connection 1's refusal, two), and
+            # only the CM's drop of it leaves run 0 without a verdict.
+            if grew["cm_rx_msgs/req"] >= 2:
+                assert grew["cm_rx_msgs/rej"] >= 2, \
+                    (grew, "connection 0 came, no REJ of it, no verdict",
+                     srv.describe())
+                with capsys.disabled():
+                    print(f"# no verdict for connection 0 in "
+                          f"{PEER_END:.0f} s, REQs {grew['cm_rx_msgs/req']}"
+                          f" and REJs {grew['cm_rx_msgs/rej']} at {dev}: "
+                          f"{CM_DROPS_REJ}")
             t1 = time.monotonic()
             srv.stop()
             stopped_in = time.monotonic() - t1
@@ -235,13 +282,11 @@ def test_qps_one_connection_fails(pool):
 # server before its QP exists, while it accepts, and after it.
 GIVE_UP_AFTER_S = (0, 0, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
                    0.05)
-
-
 @pytest.mark.skipif(krping.PROVIDER != "rxe",
                     reason="a connect without a QP of one's own is RoCE's: "
                     "iw_cm needs the caller's QP, ropcie refuses another's")
 @pytest.mark.parametrize("qps", [1, 2])
-def test_client_that_gives_up_ends_the_server_refused(pool, qps):
+def test_client_that_gives_up_ends_the_server_refused(pool, qps, capsys):
     """A client that gives up its connection request (a user of
     /dev/infiniband/rdma_cm destroying its id: the CM sends a REJ) ends
     the server's run failed with ECONNREFUSED (the CM's REJECTED) or
@@ -249,12 +294,21 @@ def test_client_that_gives_up_ends_the_server_refused(pool, qps):
     before it created its QP, while it accepts, after its REP. Never
     EINVAL, which the CM's moved-on state gives the QP's creation and
     the accept (seen on 6.1 under load, in a run of qps=2). A server of
-    qps=2 then stops its other run. A server that the CM has told
-    nothing within PEER_END still waits in "connecting", and a stop ends
-    it within STOP_LIMIT. Nothing of either is left."""
+    qps=2 then stops its other run. Nothing of either is left.
+
+    A server that the CM has told nothing within PEER_END is taken only
+    where the CM itself dropped the REJ (CM_DROPS_REJ): the REJ reached
+    the port (its counter grew) and the server's CM went on resending
+    its REP (a REJ it had taken would have stopped that). The run still
+    waits in "connecting", a stop ends it within STOP_LIMIT, and the
+    test says so in a TAP comment; more than CM_DROPS_ALLOWED of the
+    ten requests fail the test."""
     before = krping.rdma_resource_counts()
+    dev = krping.local_rdma_device(krping.SERVER_ADDR)
+    assert dev, f"no RDMA device holds {krping.SERVER_ADDR}"
     ucm = Ucm()
     ends = []
+    dropped = []
     try:
         for i, delay in enumerate(GIVE_UP_AFTER_S):
             srv = pool.session(f"g{i}", role="server",
@@ -268,6 +322,7 @@ def test_client_that_gives_up_ends_the_server_refused(pool, qps):
             ucm.expect(cid, "ADDR_RESOLVED", [])
             ucm.resolve_route(cid)
             ucm.expect(cid, "ROUTE_RESOLVED", [])
+            cm0 = cm_counters(dev)
             ucm.connect(cid, FOREIGN_QPN, hello(qps, 0, COUNT))
             time.sleep(delay)
             ucm.destroy_id(cid)
@@ -276,15 +331,20 @@ def test_client_that_gives_up_ends_the_server_refused(pool, qps):
             except krping.StateTimeout:
                 state = None
             if state is None:
-                # No verdict from the CM within PEER_END (seen on 6.12
-                # at 0 and 1 ms, in 2 of 40 requests; why is open:
-                # Documentation/testing.rst): the run waits for it, as
-                # any server waits for its client, and a stop ends it.
+                cm = cm_counters(dev)
+                grew = {c: cm[c] - cm0[c] for c in CM_COUNTERS}
                 assert srv.state == "connecting", (delay, srv.describe())
+                # The REJ came, and the server's REP was resent: the CM
+                # never took the REJ, and krping was told nothing.
+                assert grew["cm_rx_msgs/rej"] >= 1 and \
+                    grew["cm_rx_msgs/rep"] >= 2, \
+                    (delay, grew, "no verdict, yet the CM took the REJ",
+                     srv.describe())
                 t1 = time.monotonic()
                 srv.stop()
                 stopped_in = time.monotonic() - t1
                 ends.append((delay, "stopped", round(stopped_in, 2)))
+                dropped.append((delay, grew))
                 assert srv.state == "stopped", (delay, srv.describe())
                 assert stopped_in <= STOP_LIMIT, (delay, stopped_in)
                 continue
@@ -295,6 +355,16 @@ def test_client_that_gives_up_ends_the_server_refused(pool, qps):
     finally:
         ucm.close()
         print("server ends (give-up delay s, state, error):", ends)
+    if dropped:
+        with capsys.disabled():
+            for delay, grew in dropped:
+                print(f"# qps={qps}, request given up after {delay} s: "
+                      f"no verdict in {PEER_END:.0f} s, "
+                      f"REJs {grew['cm_rx_msgs/rej']} and "
+                      f"REPs {grew['cm_rx_msgs/rep']} at {dev}: "
+                      f"{CM_DROPS_REJ}")
+    assert len(dropped) <= CM_DROPS_ALLOWED, \
+        f"{len(dropped)} of {len(GIVE_UP_AFTER_S)} requests lost: {ends}"
     assert pool.cleanup() == []
     krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
                     what="no krping sessions or kthreads")
