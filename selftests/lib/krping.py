@@ -1317,16 +1317,25 @@ def krping_leftovers():
 def rdma_resource_counts():
     """{kind: count} of the RDMA resources (qp, cq, pd, mr, cm_id) that
     `rdma resource show` lists for kernel users other than ib_core's own
-    (its GSI QPs, MAD CQs and PDs), or None without the rdma tool."""
+    (its GSI QPs, MAD CQs and PDs). Raises KrpingError when the rdma tool
+    fails or prints what is not JSON: a leak check without counts would
+    compare nothing with nothing and pass."""
     counts = {}
     for kind in ("qp", "cq", "pd", "mr", "cm_id"):
-        cp = run(["rdma", "-j", "resource", "show", kind], check=False)
+        cmd = ["rdma", "-j", "resource", "show", kind]
+        try:
+            cp = run(cmd, check=False)
+        except OSError as e:
+            raise KrpingError(f"{' '.join(cmd)}: {e}") from None
         if cp.returncode != 0:
-            return None
+            raise KrpingError(f"{' '.join(cmd)} exited {cp.returncode}: "
+                              f"{cp.stderr.strip() or cp.stdout.strip()}")
         try:
             entries = json.loads(cp.stdout or "[]")
-        except ValueError:
-            return None
+        except ValueError as e:
+            raise KrpingError(f"{' '.join(cmd)}: not JSON ({e}): "
+                              f"{cp.stdout.strip()[:200]!r} "
+                              f"{cp.stderr.strip()}") from None
         counts[kind] = sum(1 for e in entries
                            if e.get("comm") not in ("[ib_core]", "ib_core"))
     return counts
