@@ -17,6 +17,8 @@ pytest glue for the krping selftests.
                two hosts it runs once with each side remote (the
                remote_side parameter);
     two_host   needs the remote host; skipped with the reason on one;
+               failed when a remote host is configured but cannot take
+               part (unreachable, or krping not loaded there);
     (none)     single-host only: it looks at both sides in this kernel
                (kthreads, dynamic debug lines, rdma resources of both
                sides, module unload); skipped with the reason when a
@@ -153,7 +155,8 @@ def remote_problem(remote):
 @pytest.fixture(autouse=True)
 def topology(request, single_host_topology):
     """Skip, with the reason, a test that cannot run in the configured
-    topology; yields the Topology."""
+    topology; fail every test when the configured remote host is
+    unreachable or has no krping; yields the Topology."""
     try:
         topo = env.topology()
     except env.ConfigError as e:
@@ -168,10 +171,13 @@ def topology(request, single_host_topology):
         pytest.skip("needs a remote host: set REMOTE_TYPE, REMOTE_ARGS, "
                     "LOCAL_ADDR and REMOTE_ADDR (selftests/krping.config)")
     if topo.two_host:
+        # A remote host the configuration names must take part: one that
+        # cannot is a broken test bed or lab, not a test that cannot run.
         from lib import remote
         why = remote_problem(remote.connect(topo))
         if why:
-            pytest.skip(why)
+            pytest.fail(f"{why} (REMOTE_TYPE={topo.remote_type} "
+                        f"REMOTE_ARGS={topo.remote_args})", pytrace=False)
     single_host_problem(request, topo)
     yield topo
 
