@@ -5,8 +5,9 @@ pytest glue for the krping selftests.
 - The TAP plugin (lib/tap.py, --tap): kselftest TAP 13 instead of
   pytest's terminal output.
 - Fixtures: `pool` (sessions removed after the test, even a failed one),
-  an autouse kernel-log watch that fails a test during which the kernel
-  logged a BUG/WARNING/Oops/... and shows the kernel log of failed tests,
+  an autouse kernel-log watch that fails a test during which, or before
+  which since the previous test's check, the kernel logged a
+  BUG/WARNING/Oops/... and shows the kernel log of failed tests,
   and an environment check that skips everything with a reason when the
   module is not loaded or we are not root.
 - The topology (lib/env.py): one host, or this host and a remote peer
@@ -226,21 +227,48 @@ def remote_side():
     return "server"
 
 
-@pytest.fixture(autouse=True)
-def kernel_log(request):
-    """Fail the test if the kernel logged a bug while it ran; keep the log
-    of the test for the failure report."""
+@pytest.fixture(autouse=True, scope="session")
+def kernel_log_session():
+    """One reader of the kernel log for the whole session, opened at its
+    end of the log: each test's check (kernel_log) goes on where the one
+    before stopped, so nothing the kernel logs between two tests (in a
+    module fixture's teardown, a late work item) falls between them.
+    After the last test's check, the test bed's scan of the whole log
+    (vm-run --dmesg-tap) is what sees it."""
     kmsg = krping.Kmsg()
     yield kmsg
-    lines = kmsg.read()
     kmsg.close()
+
+
+@pytest.fixture(autouse=True)
+def kernel_log(request, kernel_log_session):
+    """Fail the test if the kernel logged a bug while it ran, or since the
+    previous test's check (before this test began); keep both logs for
+    the failure report."""
+    kmsg = kernel_log_session
+    before = kmsg.read()
+    if before:
+        request.node.add_report_section("setup", "kernel log",
+                                        "\n".join(before))
+    yield kmsg
+    lines = kmsg.read()
     if lines:
         request.node.add_report_section("teardown", "kernel log",
                                         "\n".join(lines))
-    bad = krping.kernel_bug_lines(lines)
-    if bad:
-        pytest.fail("kernel logged a bug during the test:\n" + "\n".join(bad),
-                    pytrace=False)
+    # Classified as one log (a stack dump may span the two); a line is
+    # judged the same whichever lines come after it.
+    early = krping.kernel_bug_lines(before)
+    during = krping.kernel_bug_lines(before + lines)[len(early):]
+    why = []
+    if early:
+        why.append("kernel logged a bug before the test began (between "
+                   "tests: after the previous test's kernel log check):\n" +
+                   "\n".join(early))
+    if during:
+        why.append("kernel logged a bug during the test:\n" +
+                   "\n".join(during))
+    if why:
+        pytest.fail("\n".join(why), pytrace=False)
 
 
 @pytest.fixture
