@@ -133,8 +133,7 @@ def test_session_allocations(test, capsys):
 
 @pytest.fixture
 def ropcie_device():
-    if not krping.module_loaded("ropcie"):
-        pytest.skip("ropcie not loaded (vm-run loads it with ROPCIE_KO)")
+    rp.require_loaded()
     rp.ensure_setup()
     yield
     rp.teardown_setup()
@@ -218,10 +217,12 @@ def test_module_load_allocations(name, capsys):
     """Every allocation of loading the module (its init, and what the
     RDMA core does for it there) fails in turn. The module is loaded
     again afterwards."""
-    env = "KRPING_KO" if name == "rdma_krping" else "ROPCIE_KO"
-    ko = os.environ.get(env, "")
-    if not ko or not os.path.exists(ko):
-        pytest.skip(f"{env} not set: cannot load {name} again")
+    if name == "ropcie":
+        ko = rp.module_file("ROPCIE_KO")
+    else:
+        ko = os.environ.get("KRPING_KO", "")
+        if not ko or not os.path.exists(ko):
+            pytest.skip(f"KRPING_KO not set: cannot load {name} again")
     present = {"rdma_krping": ["/sys/kernel/config/krping",
                                "/sys/kernel/krping"],
                "ropcie": []}[name]

@@ -10,7 +10,8 @@ loopback addresses to the first active RDMA device, which is rxe0 here.)
 Every test and memory mode of krping that iWARP allows runs with
 validation and exact counters; link delete, netdev removal and rmmod
 under a live session must end it failed, with the kernel log clean.
-Skipped, with the reason printed, when ropcie is not loaded.
+Skipped, with the reason printed, when ropcie is not loaded; failed
+instead where the test bed loaded it (lib/ropcie.py: REQUIRED).
 """
 
 import errno
@@ -34,10 +35,7 @@ SIZES = [1, 64, 4096, 65536, 1048576]
 
 @pytest.fixture(scope="module", autouse=True)
 def ropcie_env():
-    if not krping.module_loaded("ropcie"):
-        reason = "ropcie not loaded (build ropcie.ko; vm-run loads it)"
-        print(f"SKIP: {reason}")
-        pytest.skip(reason, allow_module_level=True)
+    ropcie.require_loaded()
     ensure_setup()
     yield
     teardown_setup()
@@ -46,8 +44,7 @@ def ropcie_env():
 @pytest.fixture(autouse=True)
 def ropcie_ready(ropcie_env):
     # A test that removed the device or the module leaves it to us.
-    if not krping.module_loaded("ropcie"):
-        pytest.skip("ropcie was unloaded by an earlier test")
+    ropcie.require_loaded("ropcie was unloaded by an earlier test")
     ensure_setup()
 
 
@@ -373,9 +370,7 @@ def verbs_results(ropcie_env, request):
     """Load ropcie_test.ko once per way WRITEs run (its WRITEs are small:
     inline by default, or all by the worker); its results, one line per
     case."""
-    ko = os.environ.get("ROPCIE_TEST_KO")
-    if not ko or not os.path.exists(ko):
-        pytest.skip("ROPCIE_TEST_KO not set (build.sh builds ropcie_test.ko)")
+    ko = ropcie.module_file("ROPCIE_TEST_KO")
     ensure_setup()
     # A second device for the cross-device case: ropcie1 on rp1.
     sh("ip", "link", "add", "rp1", "type", "dummy")
@@ -559,9 +554,7 @@ def test_ropcie_link_add_twice_refused():
 
 @pytest.mark.destructive
 def test_ropcie_rmmod_under_load(pool):
-    ko = os.environ.get("ROPCIE_KO")
-    if not ko:
-        pytest.skip("ROPCIE_KO not set: could not load ropcie again")
+    ko = ropcie.module_file("ROPCIE_KO")
     srv, cli = live_pair(pool)
     assert krping.delete_module("ropcie") == 0
     assert not krping.module_loaded("ropcie")

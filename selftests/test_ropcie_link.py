@@ -44,7 +44,7 @@ import time
 
 import pytest
 
-from lib import bed, krping
+from lib import bed, krping, ropcie
 from lib.ropcie import PROFILE, parse_profile
 from lib.pci_link import Side, pci_name, sides
 
@@ -131,8 +131,7 @@ def restore_ropcie(side):
 
 @pytest.fixture(scope="module")
 def hosts():
-    if not os.path.isdir("/sys/module/ropcie"):
-        pytest.skip("ropcie not loaded (vm-run loads it with ROPCIE_KO)")
+    ropcie.require_loaded()
     return sides(Host)
 
 
@@ -494,8 +493,7 @@ def test_access_cases_across_the_link(hosts, target):
     came back) is flushed and does not land. Each kernel is the target
     once."""
     here, there = hosts
-    if not os.environ.get("ROPCIE_TEST_KO"):
-        pytest.skip("ROPCIE_TEST_KO not set (build.sh builds ropcie_test.ko)")
+    ropcie.module_file("ROPCIE_TEST_KO")
     tgt, ini = (there, here) if target == "there" else (here, there)
     addr = os.environ["REMOTE_ADDR" if tgt.remote else "LOCAL_ADDR"]
     here.wait_state("up", UP_TIMEOUT_S)

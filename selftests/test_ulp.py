@@ -23,7 +23,8 @@ Each step is bounded; after the test no NVMe controller, nvmet object or
 RDMA resource of the ULPs is left, and their modules are unloaded.
 Skipped, with the reason printed, when ropcie or the kernel's NVMe-oF
 modules or Debian's nfs-kernel-server are missing (the debug kernel is
-built without them).
+built without them); a missing ropcie fails instead where the test bed
+loaded it (lib/ropcie.py: REQUIRED).
 """
 
 import os
@@ -35,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from lib import krping
+from lib import krping, ropcie
 from lib.ropcie import ADDR, ensure_setup, sh, teardown_setup
 
 NVMET = Path("/sys/kernel/config/nvmet")
@@ -49,10 +50,7 @@ NVME_MODULES = ("nvme_rdma", "nvmet_rdma", "nvme_fabrics", "nvmet")
 
 @pytest.fixture(scope="module")
 def ropcie_link():
-    if not krping.module_loaded("ropcie"):
-        reason = "ropcie not loaded (build ropcie.ko; vm-run loads it)"
-        print(f"SKIP: {reason}")
-        pytest.skip(reason)
+    ropcie.require_loaded()
     ensure_setup()
     yield
     teardown_setup()

@@ -7,12 +7,46 @@ active RDMA device)."""
 import os
 import subprocess
 
+import pytest
+
 from lib import krping
 
 ROPCIE_DEV = "ropcie0"
 PROFILE = "/sys/kernel/debug/ropcie/profile"
 NETDEV = "rp0"
 ADDR = "10.77.0.1"
+
+# The test bed says so when it loaded ropcie.ko (scripts/testbed/guest-run
+# exports KRPING_ROPCIE_REQUIRED=1 with ROPCIE_KO and ROPCIE_TEST_KO):
+# there a ropcie, or a module file of it, that is missing is a broken
+# build or bed. Elsewhere (a user's own machine) the test skips.
+REQUIRED = os.environ.get("KRPING_ROPCIE_REQUIRED") == "1"
+
+
+def missing(reason):
+    """End the test for a ropcie that is not there: a failure where the
+    test bed loaded ropcie, a skip with the reason elsewhere."""
+    if REQUIRED:
+        pytest.fail(f"{reason}; the test bed loaded ropcie "
+                    "(KRPING_ROPCIE_REQUIRED=1)", pytrace=False)
+    print(f"SKIP: {reason}")
+    pytest.skip(reason)
+
+
+def require_loaded(why="ropcie not loaded (build ropcie.ko; vm-run loads "
+                   "it with ROPCIE_KO)"):
+    if not krping.module_loaded("ropcie"):
+        missing(why)
+
+
+def module_file(env):
+    """The module file the environment variable env names (ROPCIE_KO,
+    ROPCIE_TEST_KO: build.sh builds both, vm-run passes both)."""
+    ko = os.environ.get(env, "")
+    if not ko or not os.path.exists(ko):
+        missing(f"{env} not set or not a file ({ko!r}): build.sh builds "
+                "ropcie.ko and ropcie_test.ko, vm-run passes them")
+    return ko
 
 
 def sh(*cmd, check=True):
