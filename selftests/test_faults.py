@@ -179,9 +179,8 @@ def check_nothing_left(pool, base):
     assert pool.cleanup() == []
     krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
                     what="no krping sessions or kthreads")
-    if base is not None:
-        now = krping.rdma_resource_counts()
-        assert now == base, f"RDMA resources before {base}, after {now}"
+    now = krping.rdma_resource_counts()
+    assert now == base, f"RDMA resources before {base}, after {now}"
 
 
 def inject(fault, srv, cli):

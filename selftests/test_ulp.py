@@ -187,10 +187,9 @@ def test_nvmeof_over_ropcie(ropcie_link):
             sh("rmmod", mod, check=False)
     assert not list(Path("/sys/class/nvme").glob("nvme*"))
     assert not any(krping.module_loaded(m) for m in NVME_MODULES[:2])
-    if before is not None:
-        krping.wait_for(lambda: krping.rdma_resource_counts() == before,
-                        timeout=krping.SHORT_TIMEOUT,
-                        what=f"RDMA resources back to {before}")
+    krping.wait_for(lambda: krping.rdma_resource_counts() == before,
+                    timeout=krping.SHORT_TIMEOUT,
+                    what=f"RDMA resources back to {before}")
 
 
 NFS_TOOLS = ("rpc.nfsd", "rpc.mountd", "exportfs", "mount.nfs4")
@@ -287,7 +286,6 @@ def test_nfs_over_rdma_over_ropcie(ropcie_link):
         for mod in ("nfsv4", "nfs", "rpcrdma", "nfsd"):
             sh("rmmod", mod, check=False)
     assert not os.path.ismount(mnt)
-    if before is not None:
-        krping.wait_for(lambda: krping.rdma_resource_counts() == before,
-                        timeout=krping.SHORT_TIMEOUT,
-                        what=f"RDMA resources back to {before}")
+    krping.wait_for(lambda: krping.rdma_resource_counts() == before,
+                    timeout=krping.SHORT_TIMEOUT,
+                    what=f"RDMA resources back to {before}")
