@@ -174,17 +174,19 @@ def test_server_survives_a_port_probe(pool):
     srv.start()
     srv.expect_state("listening")
     taken = 0
+    port = int(srv.get("port"))
     for i in range(PROBES):
         try:
-            with socket.create_connection(
-                    (krping.SERVER_ADDR, int(srv.get("port"))),
-                    timeout=5) as s:
+            with krping.tcp_socket() as s:
+                s.settimeout(5)
+                s.connect((krping.SERVER_ADDR, port))
                 if i % 2:
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
                 taken += 1
         except ConnectionRefusedError:
             pass
     assert taken == (PROBES if krping.IWARP else 0)
+    assert krping.ephemeral_sockets_to(port) == []
     client_after_probes(srv, cli)
 
 
@@ -211,7 +213,7 @@ def open_burst(addr, n, timeout):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(40))
         try:
             for _ in range(n):
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s = krping.tcp_socket()
                 s.setblocking(False)
                 assert s.connect_ex(addr) in (0, errno.EINPROGRESS)
                 socks.append(s)
@@ -272,13 +274,14 @@ def test_server_survives_a_burst_of_connections(pool):
     srv, cli = pool.pair(count=5, size=64, validate=1)
     srv.start()
     srv.expect_state("listening")
-    socks, connected = open_burst(
-        (krping.SERVER_ADDR, int(srv.get("port"))), BURST, 30)
+    port = int(srv.get("port"))
+    socks, connected = open_burst((krping.SERVER_ADDR, port), BURST, 30)
     for i, s in enumerate(socks):
         if i % 2:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
         s.close()
     assert connected == (BURST if krping.IWARP else 0)
+    assert krping.ephemeral_sockets_to(port) == []
     client_after_probes(srv, cli)
 
 

@@ -366,10 +366,11 @@ TWO_HOST_SIW_K+=" or remote-client-sbw))"
 TWO_HOST_SIW_K+=" or (test_rping_remote and 65535-reg)"
 TWO_HOST_SIW_K+=" or ib_write_bw-there or ib_read_lat-here"
 TWO_HOST_SIW_K+=" or (test_qps_exact and (remote-server-sbw or remote-client-wlat))"
+TWO_HOST_SIW_K+=" or test_last_message_with_the_fin"
 stage_two-host-siw() {
 	pair_stage two-host-siw 6.12 6.12 --provider siw -- \
 		test_ping.py test_bench.py test_rping_remote.py test_perftest_remote.py \
-		test_qps.py -k "$TWO_HOST_SIW_K"
+		test_qps.py test_link_faults.py -k "$TWO_HOST_SIW_K"
 }
 # Every test marked either or two_host, across two 6.12 guests.
 stage_two-host-all() { pair_stage two-host-all 6.12 6.12 --provider rxe --; }

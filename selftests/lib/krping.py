@@ -26,6 +26,7 @@ import json
 import math
 import os
 import select
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -240,6 +241,45 @@ _ports = itertools.count(int(os.environ.get("KRPING_TEST_PORT_BASE", "20000")))
 def next_port():
     """A port no other test of this run has used (rping's 7174 is avoided)."""
     return next(_ports)
+
+
+def ephemeral_ports():
+    """The kernel's ip_local_port_range, as a range."""
+    path = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    low, high = path.read_text().split()
+    return range(int(low), int(high) + 1)
+
+
+def tcp_socket():
+    """A TCP socket bound to a port of the tests' own range, which lies
+    below ip_local_port_range.
+
+    rdma_cm picks an iWARP client's local port in ip_local_port_range
+    without asking the TCP stack (siw has no port mapper), and siw's
+    bind() of it fails with EADDRINUSE where a socket without
+    SO_REUSEADDR holds that port, as a closed one does for a minute in
+    TIME_WAIT. So the tests' own TCP connections stay out of that range.
+    """
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("", next_port()))
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def ephemeral_sockets_to(port):
+    """The TCP sockets (any state) connected to port whose local port
+    lies in ip_local_port_range, as `ss` lines."""
+    out = run(["ss", "-Htan", f"dport = :{port}"]).stdout.splitlines()
+    ephemeral = ephemeral_ports()
+    found = []
+    for line in out:
+        words = line.split()
+        if len(words) >= 4 and int(words[3].rsplit(":", 1)[1]) in ephemeral:
+            found.append(line)
+    return found
 
 
 def unique_name(prefix="k"):
