@@ -108,9 +108,7 @@ def interrupt_when_running(argv, session, timeout):
     p = subprocess.Popen(argv, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        krping.wait_for(lambda: (krping.SYSFS / session).is_dir(),
-                        timeout=timeout, what=f"session {session}")
-        s = krping.Session(session, create=False)
+        s = krping.wait_session(session, timeout)
         s.wait_state("running", timeout)
         s._close()
         p.send_signal(signal.SIGINT)
@@ -291,9 +289,7 @@ def test_run_both_sides_with_option_strings(name):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
     try:
-        krping.wait_for(lambda: (krping.SYSFS / (name + "s")).is_dir(),
-                        what="the server session")
-        s = krping.Session(name + "s", create=False)
+        s = krping.wait_session(name + "s")
         s.wait_state("listening", krping.SHORT_TIMEOUT)
         s._close()
         cp = cli("run", "-o", f"client,{opts},validate", "--name",
@@ -416,9 +412,7 @@ def test_interrupts_in_a_row_remove_sessions(name):
                           "--name", name], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        krping.wait_for(lambda: (krping.SYSFS / (name + "c")).is_dir(),
-                        timeout=krping.SHORT_TIMEOUT, what=f"session {name}c")
-        s = krping.Session(name + "c", create=False)
+        s = krping.wait_session(name + "c")
         s.wait_state("running", krping.SHORT_TIMEOUT)
         s._close()
         deadline = time.monotonic() + krping.SHORT_TIMEOUT

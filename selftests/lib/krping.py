@@ -725,6 +725,16 @@ def uses_test_device(s):
     return device in RDMA_DEVICES
 
 
+def wait_session(name, timeout=SHORT_TIMEOUT):
+    """The session named name that another process (the CLI) creates,
+    once its results directory is complete: sysfs shows the directory a
+    moment before its files (kobject_add() creates the one, then the
+    attribute groups), so this waits for the state file."""
+    wait_for(lambda: (SYSFS / name / "state").exists(), timeout=timeout,
+             what=f"session {name}")
+    return Session(name, create=False)
+
+
 def run_pair(srv, cli, timeout=TIMEOUT):
     """Start srv, wait until it listens, start cli, wait for both to end.
 
