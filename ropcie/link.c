@@ -152,11 +152,25 @@ unlock:
 	mutex_unlock(&link->lock);
 }
 
+/* Run the beat now rather than when it is due, unless unregister began. */
+static void ropcie_link_beat_now(struct ropcie_link *link)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&link->db_lock, flags);
+	if (!link->stopping_db)
+		mod_delayed_work(system_wq, &link->beat_work, 0);
+	spin_unlock_irqrestore(&link->db_lock, flags);
+}
+
 /**
  * ropcie_link_db_event() - the peer rang this host's doorbell
  * @link: the link
  *
- * Any context. Runs the state machine now rather than at the next beat.
+ * Any context; the doorbell's hard interrupt. Only counts the doorbell
+ * and schedules the link's doorbell tasklet: what consumes a ring,
+ * serves a request or may fail the link runs there or in a task, never
+ * with interrupts off.
  */
 void ropcie_link_db_event(struct ropcie_link *link)
 {
@@ -164,13 +178,26 @@ void ropcie_link_db_event(struct ropcie_link *link)
 
 	atomic64_inc(&link->doorbells);
 	spin_lock_irqsave(&link->db_lock, flags);
-	if (!link->stopping_db) {
-		ropcie_xport_doorbell(link, true);
-		/* The handshake waits for doorbells; the rings do not. */
-		if (READ_ONCE(link->state) != ROPCIE_LINK_UP)
-			mod_delayed_work(system_wq, &link->beat_work, 0);
-	}
+	if (!link->stopping_db)
+		tasklet_schedule(&link->db_tasklet);
 	spin_unlock_irqrestore(&link->db_lock, flags);
+}
+
+/*
+ * The doorbell's bottom half (softirq): wakes the consumers whose ring
+ * holds something, or serves short WRITEs at once (ropcie_lx_rx_fast()),
+ * and runs the handshake now rather than at the next beat.
+ */
+static void ropcie_link_db_run(struct tasklet_struct *t)
+{
+	struct ropcie_link *link = from_tasklet(link, t, db_tasklet);
+
+	if (READ_ONCE(link->stopping_db))
+		return;
+	ropcie_xport_doorbell(link, true);
+	/* The handshake waits for doorbells; the rings do not. */
+	if (READ_ONCE(link->state) != ROPCIE_LINK_UP)
+		ropcie_link_beat_now(link);
 }
 
 /**
@@ -184,14 +211,9 @@ void ropcie_link_db_event(struct ropcie_link *link)
  */
 void ropcie_link_fail(struct ropcie_link *link, const char *why)
 {
-	unsigned long flags;
-
 	atomic64_inc(&link->protocol_errors);
 	cmpxchg(&link->fail_reason, NULL, why);
-	spin_lock_irqsave(&link->db_lock, flags);
-	if (!link->stopping_db)
-		mod_delayed_work(system_wq, &link->beat_work, 0);
-	spin_unlock_irqrestore(&link->db_lock, flags);
+	ropcie_link_beat_now(link);
 }
 
 /* sysfs: <device>/ropcie_link/ */
@@ -456,6 +478,7 @@ struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
 	}
 	mutex_init(&link->lock);
 	spin_lock_init(&link->db_lock);
+	tasklet_setup(&link->db_tasklet, ropcie_link_db_run);
 	INIT_DELAYED_WORK(&link->beat_work, ropcie_link_beat);
 	link->state = ROPCIE_LINK_DOWN;
 	link->down_reason = "no peer yet";
@@ -503,6 +526,8 @@ void ropcie_link_unregister(struct ropcie_link *link)
 	spin_lock_irq(&link->db_lock);
 	link->stopping_db = true;
 	spin_unlock_irq(&link->db_lock);
+	/* A doorbell tasklet scheduled before returns at once. */
+	tasklet_kill(&link->db_tasklet);
 	mutex_lock(&link->lock);
 	link->stopping = true;
 	WRITE_ONCE(out->magic, 0);

@@ -14,6 +14,7 @@
 
 #include <linux/atomic.h>
 #include <linux/device.h>
+#include <linux/interrupt.h>
 #include <linux/kobject.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -84,6 +85,7 @@ enum ropcie_link_state {
  * @stopping: unregister began: the beat does nothing more
  * @db_lock: orders doorbell events against unregister
  * @stopping_db: unregister began: doorbells queue no work
+ * @db_tasklet: the doorbell's bottom half (ropcie_link_db_event())
  * @fail_reason: set by the transport when the peer broke the protocol
  *	in its rings: the next beat takes the link down for it
  * @xport: the transport over this link (link_transport.c)
@@ -104,6 +106,7 @@ struct ropcie_link {
 	bool stopping;
 	spinlock_t db_lock;		/* stopping_db, in IRQ context too */
 	bool stopping_db;
+	struct tasklet_struct db_tasklet;
 	const char *fail_reason;
 	struct ropcie_xport *xport;
 	struct kobject kobj;

@@ -110,7 +110,7 @@ struct ropcie_lx_rx {
  * @ctrl_work: sends them, and the RECV_POSTED notices
  * @dead: the link is going away: no more up
  * @stats: descriptors produced and consumed, doorbells rung, and of
- *	the consumed the WRITEs served in the doorbell's interrupt
+ *	the consumed the WRITEs served in the doorbell's tasklet
  */
 struct ropcie_xport {
 	struct ropcie_link *link;
@@ -259,7 +259,11 @@ static void ropcie_lx_set_hdr(struct ropcie_xport *x, u32 gen, __le32 *field,
 	}
 }
 
-/* Room in the peer's ring? 1 yes, 0 no, <0 the peer broke the ring. */
+/*
+ * Room in the peer's ring? 1 yes, 0 no, <0 the peer broke the ring (its
+ * consumer index is out of it): only a producer in task context fails
+ * the link for that (ropcie_lx_tx_begin()).
+ */
 static int ropcie_lx_room(struct ropcie_xport *x, int ring)
 {
 	u32 cons, n;
@@ -267,10 +271,8 @@ static int ropcie_lx_room(struct ropcie_xport *x, int ring)
 	if (ropcie_lx_peer_index(x, &ropcie_lx_in(x)->cons[ring], &cons))
 		return 0;
 	if (ropcie_wire_ring_count(x->prod[ring], cons, x->link->gout.nslots,
-				   &n)) {
-		ropcie_link_fail(x->link, "the peer's consumer index is out of its ring");
+				   &n))
 		return -EPROTO;
-	}
 	return n < x->link->gout.nslots;
 }
 
@@ -335,7 +337,7 @@ static void ropcie_lx_tx_take(struct ropcie_xport *x, int ring, u32 gen,
  * Return: 0 with the ring's producer lock held (ropcie_lx_tx_commit() or
  * ropcie_lx_tx_abort()), -ENOTCONN when the link is down or in another
  * generation, -ETIMEDOUT when the peer freed no slot for the request
- * timeout (the link is failed), -EPROTO when it broke the ring.
+ * timeout, -EPROTO when it broke the ring (for both, the link is failed).
  */
 static int ropcie_lx_tx_begin(struct ropcie_xport *x, int ring, u32 gen,
 			      struct ropcie_lx_tx *tx)
@@ -379,6 +381,7 @@ down:
 	ropcie_lx_tx_unlock(x, ring);
 	return -ENOTCONN;
 fail:
+	ropcie_link_fail(x->link, "the peer's consumer index is out of its ring");
 	ropcie_lx_tx_unlock(x, ring);
 	return -EPROTO;
 }
@@ -386,7 +389,9 @@ fail:
 /*
  * ropcie_lx_tx_begin() for a context that must not sleep (a poster, the
  * doorbell's fast path): -EAGAIN at once when another producer holds
- * the ring or it is full.
+ * the ring or it is full, -EPROTO when the peer broke the ring, which
+ * this leaves to a producer that may wait and fail the link (the
+ * caller's work goes to its kthread).
  */
 static int ropcie_lx_tx_try(struct ropcie_xport *x, int ring, u32 gen,
 			    struct ropcie_lx_tx *tx)
@@ -1638,7 +1643,7 @@ static void ropcie_lx_rx_disown(struct ropcie_lx_rx *rx)
 #define ROPCIE_LX_FAST_BUDGET	8
 
 /*
- * A WRITE the doorbell's interrupt may serve: one fragment (a slot
+ * A WRITE the doorbell's tasklet may serve: one fragment (a slot
  * holds it whole) of at most irq_serve_max bytes. It needs nothing that
  * sleeps: its checks and copy are the responder's (as an inline WRITE's
  * in the poster's context) and its answer takes a response slot that
@@ -1654,7 +1659,7 @@ static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m)
 
 /**
  * ropcie_lx_rx_fast() - serve the request ring's head in the doorbell's
- *	interrupt
+ *	tasklet
  * @rx: the request ring's consumer
  * @rang_at: when profiling, the doorbell's time (0: not profiling)
  *
@@ -1669,7 +1674,11 @@ static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m)
  * consume one after the other, never both at once. The peer's bytes
  * are checked as the kthread checks them (ropcie_lx_rx_peek()).
  *
- * Context: hard interrupt.
+ * Nothing here fails the link or takes a lock the link's state machine
+ * holds while it waits (link->lock, link->db_lock): what is broken is
+ * left to the kthread, which fails the link for it.
+ *
+ * Context: softirq (the link's doorbell tasklet).
  * Return: true when the ring is empty now: the kthread has nothing to
  * consume (it is still woken to poll for what follows, see
  * ropcie_lx_rx_poll()).
@@ -1894,7 +1903,7 @@ static void ropcie_lx_kick_posted(struct ropcie_xport *x)
  * @link: the link
  * @rang: the peer rang (for the profile: the time the consumers start)
  *
- * Context: any; with @rang, the doorbell's interrupt.
+ * Context: any; with @rang, the doorbell's tasklet (softirq).
  */
 void ropcie_xport_doorbell(struct ropcie_link *link, bool rang)
 {

@@ -73,9 +73,9 @@ static const struct kernel_param_ops ropcie_param_range_ops = {
 ROPCIE_UINT_PARAM(inline_max, 4096, 0, 65536,
 		  "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle, 0..65536 (0: never)");
 
-/* A WRITE served in the doorbell's interrupt copies there: keep it short. */
+/* A WRITE served in the doorbell's bottom half copies there: keep it short. */
 ROPCIE_UINT_PARAM(irq_serve_max, 4096, 0, 65536,
-		  "Over a PCI link, serve a peer's RDMA WRITE of at most this many bytes in the doorbell's interrupt, 0..65536 (0: never)");
+		  "Over a PCI link, serve a peer's RDMA WRITE of at most this many bytes in the doorbell's bottom half (softirq), 0..65536 (0: never)");
 
 /* A consumer that polls burns its CPU when nothing comes: keep it short. */
 ROPCIE_UINT_PARAM(rx_poll_us, 100, 0, 1000,

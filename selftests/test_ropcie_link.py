@@ -404,6 +404,54 @@ def test_injected_descriptor_under_a_live_ping(hosts, scribbler, pool, name,
         f"{srv2.describe()} | {cli2.describe()}"
 
 
+# The response ring's consumer index in the header this host writes in
+# the other host's window (struct ropcie_wire_hdr: cons[1] at 52), and a
+# value out of any ring.
+CONS_RSP, OUT_OF_RING = 52, "f0ffffff"
+SCRIBBLE_S = 2.0
+
+
+@needs_connections
+def test_response_index_out_of_ring_under_served_writes(hosts, scribbler,
+                                                        pool, ropcie_params):
+    """This host keeps writing an out-of-range consumer index for the
+    response ring while short WRITEs come both ways (wlat of 64 B, no
+    polling: each WRITE comes with a doorbell, and the other host's
+    doorbell serves it and answers in that ring). The other host takes
+    the link down for a protocol error, the run ends on both hosts, and
+    once the scribbling stops the link comes back and a ping passes.
+    Served in the doorbell's hard interrupt under the link's doorbell
+    lock, the answer's room check failed the link, which took that lock
+    again: the host locked up with interrupts off (a 6.1 guest of one
+    vCPU stopped answering for good)."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    ropcie_params(irq_serve_max=4096, rx_poll_us=0)
+    b0 = there.link()
+    srv, cli = pool.pair(count=0, size=64, test="wlat")
+    krping.start_running(srv, cli)
+    # This host rewrites the index whenever it consumes a response: keep
+    # writing the bad one over it.
+    end = time.monotonic() + SCRIBBLE_S
+    while time.monotonic() < end:
+        scribbler(CONS_RSP, OUT_OF_RING)
+        time.sleep(0.001)
+    bound = 2 * BEAT_S + SLACK_S + 10.0 * bed.SCALE
+    ends = [s.wait_end(bound) for s in (cli, srv)]
+    print(f"# ends {ends}: {cli.describe()} | {srv.describe()}")
+    assert ends[0] == "failed", cli.describe()
+    assert cli.error == -errno.ECONNRESET, cli.describe()
+    assert ends[1] in ("done", "failed"), srv.describe()
+    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    here.wait_state("up", UP_TIMEOUT_S)
+    assert b["protocol_errors"] >= b0["protocol_errors"] + 1, b
+    assert b["downs"] >= b0["downs"] + 1, b
+    srv2, cli2 = pool.pair(count=20, size=64, validate=1)
+    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
+        f"{srv2.describe()} | {cli2.describe()}"
+
+
 IVSHMEM_DRV = "/sys/bus/pci/drivers/ropcie_ivshmem"
 
 
@@ -580,8 +628,8 @@ def test_short_writes_served_in_the_interrupt(hosts, pool, ropcie_params,
     """With the consumers not polling (rx_poll_us=0) a consumer sleeps
     between two of wlat's WRITEs, so nearly every WRITE comes with a
     doorbell: with irq_serve_max=0 the request consumers' kthreads serve
-    every one (rx_in_irq does not move), with 4096 the doorbell's
-    interrupt serves most of them. Either way the counters are exact and
+    every one (rx_in_irq does not move), with 4096 the doorbell's bottom
+    half serves most of them. Either way the counters are exact and
     the ping's bytes validate."""
     here, there = hosts
     here.wait_state("up", UP_TIMEOUT_S)
@@ -590,7 +638,7 @@ def test_short_writes_served_in_the_interrupt(hosts, pool, ropcie_params,
     for name, d in wlat_across(hosts, pool).items():
         rx, irq = d["rx"], d["rx_in_irq"]
         print(f"# {name}: irq_serve_max={limit}: {irq} of {rx} "
-              "descriptors consumed in the doorbell's interrupt")
+              "descriptors consumed in the doorbell's bottom half")
         assert 0 <= irq <= rx, (name, d)
         if limit:
             assert irq >= WLAT_COUNT // 2, (name, d)
