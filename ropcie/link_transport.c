@@ -1639,7 +1639,7 @@ static void ropcie_lx_rx_disown(struct ropcie_lx_rx *rx)
 	clear_bit_unlock(0, &rx->owner);
 }
 
-/* At most this many descriptors per doorbell in its interrupt. */
+/* At most this many descriptors per doorbell in its tasklet. */
 #define ROPCIE_LX_FAST_BUDGET	8
 
 /*

@@ -133,7 +133,7 @@ int ropcie_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 /*
  * The MR at the index of @key, held, whatever its key byte; or NULL.
- * Context: any (a link's doorbell interrupt serves WRITEs).
+ * Context: any (a link's doorbell tasklet serves WRITEs).
  */
 static struct ropcie_mr *ropcie_mr_get_index(struct ropcie_dev *dev, u32 key)
 {

@@ -23,7 +23,9 @@ What must hold (Documentation/testing.rst, "Faults across hosts"):
   same bound (or, when the client's carrier came back, ends cleanly on
   the client's DISCONNECT);
 - after a failure nothing of the runs is left, and with the link back
-  (both hosts see their carrier and an ACTIVE port) a new run works.
+  (both hosts see their carrier and an ACTIVE port) a new run works;
+- over a link slower than the server, a ping's last message, which on
+  iWARP shares a TCP segment with the server's FIN, still arrives.
 """
 
 import errno

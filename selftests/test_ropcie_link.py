@@ -405,8 +405,13 @@ def test_injected_descriptor_under_a_live_ping(hosts, scribbler, pool, name,
 
 
 # The response ring's consumer index in the header this host writes in
-# the other host's window (struct ropcie_wire_hdr: cons[1] at 52), and a
-# value out of any ring.
+# the other host's window (struct ropcie_wire_hdr: cons[1] at 52), and
+# 0xfffffff0: 16 slots ahead of a producer at 0, so out of the ring
+# once the other host has produced more than 16 responses in the
+# link's generation (wlat produces hundreds). In a new generation it is
+# still in range, and this host's consumer writes the real index over it
+# at its first response: the ping after the scribbling passes whenever
+# the last scribble lands.
 CONS_RSP, OUT_OF_RING = 52, "f0ffffff"
 SCRIBBLE_S = 2.0
 

@@ -352,8 +352,10 @@ stage_two-host-rxe() {
 # (krping as the client and as the server), ib_write_bw and
 # ib_read_lat (perftest's server here for one, there for the other).
 # (The option
-# variants are krping's own logic: the single host runs them over siw.) The faults are rxe's stage: on iWARP a
-# lost peer is TCP's to notice (minutes of retransmission).
+# variants are krping's own logic: the single host runs them over siw.) Of
+# the faults only a slow link, under which the server's last go-ahead
+# rides with its FIN (siw patch 0008); a lost peer is rxe's stage: on
+# iWARP it is TCP's to notice (minutes of retransmission).
 TWO_HOST_SIW_K="(test_ping and not lkey and not concurrent and not variants and not server_inv"
 TWO_HOST_SIW_K+=" and ((remote-server and (1-reg or 1048576-dma or read_inv[remote-server-64]"
 TWO_HOST_SIW_K+=" or max_size[remote-server-reg] or without_validate))"

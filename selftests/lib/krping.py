@@ -262,6 +262,10 @@ def tcp_socket():
     """
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
+        # A run of the tests before this one may have left the port in
+        # TIME_WAIT; siw's listener and clients set SO_REUSEADDR too, so
+        # neither collides with such a socket.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("", next_port()))
     except BaseException:
         s.close()
@@ -727,9 +731,9 @@ def uses_test_device(s):
 
 def wait_session(name, timeout=SHORT_TIMEOUT):
     """The session named name that another process (the CLI) creates,
-    once its results directory is complete: sysfs shows the directory a
+    once its state file is there: sysfs shows the results directory a
     moment before its files (kobject_add() creates the one, then the
-    attribute groups), so this waits for the state file."""
+    attribute groups)."""
     wait_for(lambda: (SYSFS / name / "state").exists(), timeout=timeout,
              what=f"session {name}")
     return Session(name, create=False)
