@@ -145,6 +145,21 @@ def test_one_stage_of_several_is_held_to_its_minimum_only(tmp_path):
     assert rc == 0
 
 
+def test_a_minimum_for_no_stage_of_check_fails(tmp_path):
+    """A minimum for a stage check.sh does not know (a typo, a stage
+    renamed) would hold nothing: it fails."""
+    rdir = results(tmp_path, {"selftests": (0, 1)},
+                   {"selftests-6.12": PASSING_TAP})
+    minimums = tmp_path / "minimums"
+    minimums.write_text("selftests 3\ntwo-host-siv 21\n")
+    rc, out = summary("--stages", "selftests two-host-siw",
+                      "--minimums", minimums, rdir)
+    assert out[-1] == "3 passed, 1 failed, 0 skipped", out
+    assert any("two-host-siv" in x and "no stage of make check" in x
+               for x in out), out
+    assert rc == 1
+
+
 def test_boot_retries_of_pair_guests_are_counted(tmp_path):
     """A pair stage keeps its guests one level down (vm-two-host/remote)."""
     rdir = results(tmp_path, {"two-host": (0, 1)},
