@@ -42,8 +42,14 @@ struct ropcie_listener {
  * iw_cm may drop the request without telling us (a listener being
  * destroyed), and then only the timeout ever answers it. Whoever takes
  * it out of ropcie_creqs under ropcie_fabric_lock answers it.
+ *
+ * Counted: the table holds a reference while the request is in it, and
+ * a connect holds one while it sends the request over a link, which the
+ * answer may come before. Ids go round (xa_alloc_cyclic()), so a late
+ * accept or undo does not find a new request under an old id.
  */
 struct ropcie_creq {
+	struct kref ref;
 	u32 id;				/* in ropcie_creqs */
 	struct ropcie_qp *qp;		/* the active QP, held and claimed */
 	struct iw_cm_id *cm_id;		/* the active cm_id, held */
@@ -68,6 +74,7 @@ struct ropcie_creq {
  * fabric lock, the plain ones under it.
  */
 static DEFINE_XARRAY_FLAGS(ropcie_creqs, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+static u32 ropcie_creq_next;		/* xa_alloc_cyclic()'s cursor */
 static struct workqueue_struct *ropcie_cm_wq;
 
 static u16 ropcie_port(const struct sockaddr_storage *a)
@@ -264,23 +271,81 @@ static int ropcie_qp_free_for_conn(const struct ropcie_qp *qp)
 	return ropcie_qp_connectable(qp) ? 0 : -EINVAL;
 }
 
-/* Take a request out of the table: its answer is ours to give. */
+static void ropcie_creq_expire(struct work_struct *work);
+
+/* A new request, counted once (its maker's), with an id not in use. */
+static struct ropcie_creq *ropcie_creq_new(void)
+{
+	struct ropcie_creq *creq = kzalloc(sizeof(*creq), GFP_KERNEL);
+
+	if (!creq)
+		return NULL;
+	/* Reserved (NULL): nobody finds it before it is published. */
+	if (xa_alloc_cyclic_irq(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
+				&ropcie_creq_next, GFP_KERNEL) < 0) {
+		kfree(creq);
+		return NULL;
+	}
+	kref_init(&creq->ref);
+	INIT_DELAYED_WORK(&creq->timeout, ropcie_creq_expire);
+	return creq;
+}
+
+static void ropcie_creq_release(struct kref *ref)
+{
+	struct ropcie_creq *creq = container_of(ref, struct ropcie_creq, ref);
+
+	if (creq->cm_id)
+		creq->cm_id->rem_ref(creq->cm_id);
+	if (creq->qp)
+		ropcie_qp_put(creq->qp);
+	kfree(creq);
+}
+
+static void ropcie_creq_put(struct ropcie_creq *creq)
+{
+	kref_put(&creq->ref, ropcie_creq_release);
+}
+
+/*
+ * Publish @creq, its id reserved: the table's reference, and the
+ * timeout that answers it if nobody else does.
+ */
+static void ropcie_creq_publish(struct ropcie_creq *creq)
+{
+	lockdep_assert_held(&ropcie_fabric_lock);
+	kref_get(&creq->ref);
+	xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
+	queue_delayed_work(ropcie_cm_wq, &creq->timeout,
+			   msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms)));
+}
+
+/*
+ * Take a request out of the table: its answer is ours to give, and the
+ * table's reference with it (ropcie_creq_done()).
+ */
 static struct ropcie_creq *ropcie_creq_take(u32 id)
 {
 	lockdep_assert_held(&ropcie_fabric_lock);
 	return id ? xa_erase(&ropcie_creqs, id) : NULL;
 }
 
-/* Free a request that is out of the table and answered. */
-static void ropcie_creq_free(struct ropcie_creq *creq, bool from_timeout)
+/* Take @creq out of the table if it is still there. */
+static bool ropcie_creq_take_mine(struct ropcie_creq *creq)
+{
+	lockdep_assert_held(&ropcie_fabric_lock);
+	if (xa_load(&ropcie_creqs, creq->id) != creq)
+		return false;
+	xa_erase(&ropcie_creqs, creq->id);
+	return true;
+}
+
+/* A request that was taken is answered: its timeout and the table's reference go. */
+static void ropcie_creq_done(struct ropcie_creq *creq, bool from_timeout)
 {
 	if (!from_timeout)
 		cancel_delayed_work_sync(&creq->timeout);
-	if (creq->cm_id)
-		creq->cm_id->rem_ref(creq->cm_id);
-	if (creq->qp)
-		ropcie_qp_put(creq->qp);
-	kfree(creq);
+	ropcie_creq_put(creq);
 }
 
 /*
@@ -300,7 +365,7 @@ static void ropcie_creq_unlink(struct ropcie_creq *creq)
 		msg = qp->lx.close_msg;
 		qp->lx.close_msg = NULL;
 		qp->lx.x = NULL;
-		ropcie_lx_conn_del(creq->x, creq->conn);
+		ropcie_lx_conn_del(creq->x, creq->conn, qp);
 	}
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	kfree(msg);
@@ -323,16 +388,11 @@ static void ropcie_creq_refuse(struct ropcie_creq *creq, int status,
 			.peer_conn = creq->peer_conn,
 			.pdata_len = plen,
 		};
-		struct ropcie_lx_ctrl *msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
 
 		memcpy(cm.pdata, pdata, plen);
-		/* Without memory the peer's own timeout answers it. */
-		if (msg) {
-			spin_lock_irqsave(&ropcie_fabric_lock, flags);
-			ropcie_lx_ctrl_queue(creq->x, creq->gen, msg, &cm);
-			spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-		}
-		ropcie_creq_free(creq, from_timeout);
+		/* Dropped, the peer's own timeout answers it. */
+		ropcie_lx_answer_cm(creq->x, creq->gen, &cm);
+		ropcie_creq_done(creq, from_timeout);
 		return;
 	}
 	ropcie_creq_unlink(creq);
@@ -341,7 +401,7 @@ static void ropcie_creq_refuse(struct ropcie_creq *creq, int status,
 	ropcie_cm_reply(creq->cm_id, status, &creq->laddr, &creq->raddr,
 			pdata, plen);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-	ropcie_creq_free(creq, from_timeout);
+	ropcie_creq_done(creq, from_timeout);
 }
 
 static void ropcie_creq_expire(struct work_struct *work)
@@ -363,7 +423,7 @@ static void ropcie_creq_expire(struct work_struct *work)
 		return;
 	}
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
-	mine = ropcie_creq_take(creq->id) == creq;
+	mine = ropcie_creq_take_mine(creq);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	/* Else accept or reject took it and waits for us to return. */
 	if (mine) {
@@ -407,8 +467,9 @@ static void ropcie_cm_addr_in(u8 family, const u8 *addr, u16 port,
 
 /*
  * Send the connection request @creq, published and armed, to the other
- * host. On failure take it back, unless its timeout or the link's end
- * answered it meanwhile (then 0: the active side has its answer).
+ * host; the caller holds a reference to it. On failure take it back,
+ * unless its timeout or the link's end answered it meanwhile (then 0:
+ * the active side has its answer).
  * Context: task, holding ropcie_lx_life for reading.
  */
 static int ropcie_link_connect(struct ropcie_creq *creq,
@@ -434,7 +495,7 @@ static int ropcie_link_connect(struct ropcie_creq *creq,
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	if (!ropcie_lx_alive(creq->x, creq->gen) || !qp->claimed) {
 		spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-		ropcie_lx_conn_del(creq->x, conn);
+		ropcie_lx_conn_del(creq->x, conn, qp);
 		ret = -ENETRESET;
 		goto undo;
 	}
@@ -457,14 +518,14 @@ static int ropcie_link_connect(struct ropcie_creq *creq,
 undo:
 	kfree(msg);
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
-	mine = ropcie_creq_take(creq->id) == creq;
+	mine = ropcie_creq_take_mine(creq);
 	if (mine)
 		qp->claimed = false;
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	if (!mine)
 		return 0;
 	ropcie_creq_unlink(creq);
-	cancel_delayed_work_sync(&creq->timeout);
+	ropcie_creq_done(creq, false);
 	return ret == -ENOTCONN ? -ENETRESET : ret;
 }
 
@@ -481,20 +542,13 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	ibqp = ropcie_iw_get_qp(cm_id->device, param->qpn);
 	if (!ibqp)
 		return -EINVAL;
-	creq = kzalloc(sizeof(*creq), GFP_KERNEL);
+	creq = ropcie_creq_new();
 	if (!creq)
 		return -ENOMEM;
-	ret = xa_alloc_irq(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
-			   GFP_KERNEL);
-	if (ret) {
-		kfree(creq);
-		return ret;
-	}
 	creq->qp = to_rqp(ibqp);
 	creq->cm_id = cm_id;
 	creq->laddr = cm_id->m_local_addr;
 	creq->raddr = cm_id->m_remote_addr;
-	INIT_DELAYED_WORK(&creq->timeout, ropcie_creq_expire);
 	ropcie_qp_get(creq->qp);
 	cm_id->add_ref(cm_id);
 
@@ -512,10 +566,8 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 			goto unlock;
 		}
 		creq->x = x;
-		xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
 		creq->qp->claimed = true;
-		queue_delayed_work(ropcie_cm_wq, &creq->timeout,
-				   msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms)));
+		ropcie_creq_publish(creq);
 	} else {
 		struct iw_cm_event ev = {
 			.event = IW_CM_EVENT_CONNECT_REQUEST,
@@ -529,34 +581,26 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 		};
 
 		/*
-		 * Published, handed over and armed in one section under the
-		 * lock, which whoever takes the request holds too.
+		 * Handed over and published in one section under the lock,
+		 * which whoever takes the request holds too. Fails when the
+		 * listener's backlog is full.
 		 */
-		xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
-		/* Fails when the listener's backlog is full. */
 		if (l->cm_id->event_handler(l->cm_id, &ev)) {
 			ret = -ECONNREFUSED;
 		} else {
 			creq->qp->claimed = true;
-			queue_delayed_work(ropcie_cm_wq, &creq->timeout,
-					   msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms)));
+			ropcie_creq_publish(creq);
 		}
 	}
 unlock:
+	/* Not published: its reserved id goes. */
+	if (ret)
+		xa_erase(&ropcie_creqs, creq->id);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-	/*
-	 * Handed to a listener here, creq is the accepting side's now: it
-	 * may be taken and freed already (KASAN saw it), so look only at x.
-	 */
 	if (!ret && x)
 		ret = ropcie_link_connect(creq, param);
 	up_read(&ropcie_lx_life);
-	if (ret) {
-		xa_erase_irq(&ropcie_creqs, creq->id);
-		cm_id->rem_ref(cm_id);
-		ropcie_qp_put(creq->qp);
-		kfree(creq);
-	}
+	ropcie_creq_put(creq);
 	return ret;
 }
 
@@ -624,11 +668,11 @@ static int ropcie_link_accept(struct iw_cm_id *cm_id,
 	memcpy(cm.pdata, param->private_data, cm.pdata_len);
 	/* Failing, the link is down: its end fails pqp like any other. */
 	ropcie_lx_cm_commit(&tx, &cm);
-	ropcie_creq_free(creq, false);
+	ropcie_creq_done(creq, false);
 	return 0;
 
 del:
-	ropcie_lx_conn_del(x, conn);
+	ropcie_lx_conn_del(x, conn, pqp);
 refuse:
 	kfree(msg);
 	ropcie_creq_refuse(creq, -ECONNREFUSED, NULL, 0, false);
@@ -684,7 +728,9 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	aqp->peer = pqp;
 	ropcie_qp_get(pqp);
 	pqp->peer = aqp;
+	creq->qp = NULL;
 	aqp->cm_id = creq->cm_id;
+	creq->cm_id = NULL;
 	pqp->cm_id = cm_id;
 	cm_id->add_ref(cm_id);
 	aqp->laddr = creq->laddr;
@@ -708,8 +754,7 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	up_read(&ropcie_lx_life);
 	if (lost)
 		lost->rem_ref(lost);
-	cancel_delayed_work_sync(&creq->timeout);
-	kfree(creq);
+	ropcie_creq_done(creq, false);
 	return 0;
 
 refuse:
@@ -755,7 +800,7 @@ void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp,
 		msg = qp->lx.close_msg;
 		qp->lx.close_msg = NULL;
 		qp->lx.x = NULL;
-		ropcie_lx_conn_del(x, qp->lx.conn);
+		ropcie_lx_conn_del(x, qp->lx.conn, qp);
 		if (qp->lx.peer_conn) {
 			theirs = qp->cm_id;
 			qp->cm_id = NULL;
@@ -802,7 +847,7 @@ void ropcie_cm_link_down(struct ropcie_xport *x)
 		if (creq->qp)
 			ropcie_creq_refuse(creq, -ECONNRESET, NULL, 0, false);
 		else
-			ropcie_creq_free(creq, false);
+			ropcie_creq_done(creq, false);
 	}
 }
 
@@ -815,27 +860,20 @@ static void ropcie_cm_link_req(struct ropcie_xport *x, u32 gen,
 		.creq = m->creq,
 		.peer_conn = m->conn,
 	};
-	struct ropcie_lx_ctrl *msg;
 	struct ropcie_listener *l;
 	struct ropcie_creq *creq;
 	unsigned long flags;
 	bool ok = false;
 
-	creq = kzalloc(sizeof(*creq), GFP_KERNEL);
+	creq = ropcie_creq_new();
 	if (!creq)
 		goto reject;
-	if (xa_alloc_irq(&ropcie_creqs, &creq->id, NULL, xa_limit_31b,
-			 GFP_KERNEL)) {
-		kfree(creq);
-		goto reject;
-	}
 	creq->x = x;
 	creq->gen = gen;
 	creq->peer_creq = m->creq;
 	creq->peer_conn = m->conn;
 	ropcie_cm_addr_in(m->family, m->src_addr, m->src_port, &creq->laddr);
 	ropcie_cm_addr_in(m->family, m->dst_addr, m->dst_port, &creq->raddr);
-	INIT_DELAYED_WORK(&creq->timeout, ropcie_creq_expire);
 
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
 	l = ropcie_lx_alive(x, gen) ? ropcie_find_listener(NULL, &creq->raddr) :
@@ -852,24 +890,20 @@ static void ropcie_cm_link_req(struct ropcie_xport *x, u32 gen,
 			.ord = m->ord,
 		};
 
-		xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
 		if (!l->cm_id->event_handler(l->cm_id, &ev)) {
 			ok = true;
-			queue_delayed_work(ropcie_cm_wq, &creq->timeout,
-					   msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms)));
+			ropcie_creq_publish(creq);
 		}
 	}
 	if (!ok)
 		xa_erase(&ropcie_creqs, creq->id);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	ropcie_creq_put(creq);
 	if (ok)
 		return;
-	kfree(creq);
 reject:
 	/* From the request consumer: never produce requests there. */
-	msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
-	if (msg)
-		ropcie_lx_ctrl_queue(x, gen, msg, &rej);
+	ropcie_lx_answer_cm(x, gen, &rej);
 }
 
 /* Our request @m->creq, if it went over @x in @gen to its peer_conn. */
@@ -890,10 +924,7 @@ static struct ropcie_creq *ropcie_cm_link_take(struct ropcie_xport *x,
 static void ropcie_cm_link_unknown(struct ropcie_xport *x, u32 gen,
 				   const struct ropcie_wire_cm_msg *m)
 {
-	struct ropcie_lx_ctrl *msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
-
-	if (msg)
-		ropcie_lx_close_queue(x, gen, msg, m->peer_conn, m->conn);
+	ropcie_lx_answer_close(x, gen, m->peer_conn, m->conn);
 }
 
 /* The other host accepted our request: the active QP is connected. */
@@ -944,7 +975,7 @@ static void ropcie_cm_link_accepted(struct ropcie_xport *x, u32 gen,
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	if (lost)
 		lost->rem_ref(lost);
-	ropcie_creq_free(creq, false);
+	ropcie_creq_done(creq, false);
 }
 
 /**
@@ -1008,7 +1039,7 @@ void ropcie_cm_close(struct ropcie_qp *qp)
 					      qp->lx.close_msg, qp->lx.conn,
 					      qp->lx.peer_conn);
 		qp->lx.close_msg = NULL;
-		ropcie_lx_conn_del(qp->lx.x, qp->lx.conn);
+		ropcie_lx_conn_del(qp->lx.x, qp->lx.conn, qp);
 		qp->lx.x = NULL;
 	}
 	if (peer) {

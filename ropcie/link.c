@@ -538,8 +538,9 @@ void ropcie_link_unregister(struct ropcie_link *link)
 	ropcie_link_ring(link);
 	if (link->state == ROPCIE_LINK_UP)
 		dev_info(link->hw->dev, "ropcie link down: this host left\n");
+	/* Its files go first: kernfs waits for their readers to leave. */
+	kobject_del(&link->kobj);
 	/* Ends every connection over the link and waits for its users. */
 	ropcie_xport_destroy(link);
-	kobject_del(&link->kobj);
 	kobject_put(&link->kobj);
 }

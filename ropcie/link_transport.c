@@ -44,6 +44,15 @@
 /* Descriptors of a QP's connection on the link: marks in xport.conns. */
 #define ROPCIE_LX_NOTIFY	XA_MARK_1	/* send RECV_POSTED */
 
+/*
+ * Answers to the peer's CM messages (a REJECT of its request, the CLOSE
+ * of a connection this host does not know) waiting to be sent, at most:
+ * the peer decides how many it provokes, and while it frees no slot of
+ * its ring they wait. One more is dropped, and counted; the peer's
+ * request then ends by its own timeout.
+ */
+#define ROPCIE_LX_ANSWERS_MAX	64
+
 /* Links whose transport may carry a new connection, under the fabric lock. */
 static LIST_HEAD(ropcie_xports);
 
@@ -106,11 +115,15 @@ struct ropcie_lx_rx {
  * @tx_wq: producers waiting for room
  * @rx: the consumers of the two inbound rings (struct ropcie_lx_rx)
  * @conns: connection (QP) id on the link -> QP, held
+ * @conn_next: the next id to try (xa_alloc_cyclic())
  * @ctrl: control messages to send (struct ropcie_lx_ctrl), under @lock
+ * @answers: of @ctrl, the answers to the peer (at most
+ *	ROPCIE_LX_ANSWERS_MAX), under @lock
  * @ctrl_work: sends them, and the RECV_POSTED notices
  * @dead: the link is going away: no more up
- * @stats: descriptors produced and consumed, doorbells rung, and of
- *	the consumed the WRITEs served in the doorbell's tasklet
+ * @stats: descriptors produced and consumed, doorbells rung, of the
+ *	consumed the WRITEs served in the doorbell's tasklet, and the
+ *	answers dropped for want of room in @ctrl
  */
 struct ropcie_xport {
 	struct ropcie_link *link;
@@ -125,23 +138,25 @@ struct ropcie_xport {
 	wait_queue_head_t tx_wq;
 	struct ropcie_lx_rx rx[ROPCIE_WIRE_NR_RINGS];
 	struct xarray conns;
+	u32 conn_next;
 	struct list_head ctrl;
+	unsigned int answers;
 	struct work_struct ctrl_work;
 	bool dead;
 	struct {
-		atomic64_t tx, rx, db, irq;
+		atomic64_t tx, rx, db, irq, answers_dropped;
 	} stats;
 };
 
 /*
  * A control message waiting to be sent: a CM message (REJECT) in the
  * request ring, or the CLOSE of connection conn, peer_conn in the
- * response ring.
+ * response ring; an answer to the peer, or a QP's own CLOSE.
  */
 struct ropcie_lx_ctrl {
 	struct list_head list;
 	u32 gen;
-	bool close;
+	bool close, answer;
 	u32 conn, peer_conn;
 	struct ropcie_wire_cm_msg cm;
 };
@@ -529,9 +544,11 @@ int ropcie_lx_conn_add(struct ropcie_xport *x, u32 gen, struct ropcie_qp *qp,
 	int ret;
 
 	ropcie_qp_get(qp);
-	ret = xa_alloc_irq(&x->conns, conn, qp, XA_LIMIT(1, ROPCIE_WIRE_MAX_QPN),
-			   GFP_KERNEL);
-	if (ret) {
+	/* Ids go round: a stale id of the peer names nothing for long. */
+	ret = xa_alloc_cyclic_irq(&x->conns, conn, qp,
+				  XA_LIMIT(1, ROPCIE_WIRE_MAX_QPN), &x->conn_next,
+				  GFP_KERNEL);
+	if (ret < 0) {
 		ropcie_qp_put(qp);
 		return ret;
 	}
@@ -540,26 +557,30 @@ int ropcie_lx_conn_add(struct ropcie_xport *x, u32 gen, struct ropcie_qp *qp,
 	ret = ropcie_lx_alive(x, gen) ? 0 : -ENOTCONN;
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	if (ret)
-		ropcie_lx_conn_del(x, *conn);
+		ropcie_lx_conn_del(x, *conn, qp);
 	return ret;
 }
 
 /**
- * ropcie_lx_conn_del() - end connection @conn on the link: drop the QP
+ * ropcie_lx_conn_del() - end connection @conn of @qp on the link
  * @x: the link's transport
- * @conn: the id; nothing happens when it is not there
+ * @conn: the id
+ * @qp: its owner, whose reference the link drops
+ *
+ * Nothing happens when @conn is not @qp's (any more): a stale caller
+ * never ends the connection that took its id since.
  *
  * Context: any.
  */
-void ropcie_lx_conn_del(struct ropcie_xport *x, u32 conn)
+void ropcie_lx_conn_del(struct ropcie_xport *x, u32 conn, struct ropcie_qp *qp)
 {
-	struct ropcie_qp *qp;
 	unsigned long flags;
+	void *was;
 
 	xa_lock_irqsave(&x->conns, flags);
-	qp = __xa_erase(&x->conns, conn);
+	was = __xa_cmpxchg(&x->conns, conn, qp, NULL, GFP_ATOMIC);
 	xa_unlock_irqrestore(&x->conns, flags);
-	if (qp)
+	if (was == qp)
 		ropcie_qp_put(qp);
 }
 
@@ -607,9 +628,13 @@ static void ropcie_lx_ctrl_add(struct ropcie_xport *x, u32 gen,
 
 	msg->gen = gen;
 	spin_lock_irqsave(&x->lock, flags);
-	if (x->up && x->gen == gen && !x->dead) {
+	if (x->up && x->gen == gen && !x->dead &&
+	    (!msg->answer || x->answers < ROPCIE_LX_ANSWERS_MAX)) {
 		list_add_tail(&msg->list, &x->ctrl);
+		x->answers += msg->answer;
 		queued = true;
+	} else if (x->up && x->gen == gen && !x->dead) {
+		atomic64_inc(&x->stats.answers_dropped);
 	}
 	spin_unlock_irqrestore(&x->lock, flags);
 	if (queued)
@@ -619,19 +644,51 @@ static void ropcie_lx_ctrl_add(struct ropcie_xport *x, u32 gen,
 }
 
 /**
- * ropcie_lx_ctrl_queue() - send a CM message from any context
+ * ropcie_lx_answer_cm() - answer the other host with a CM message
  * @x: the link's transport
  * @gen: the generation it belongs to (dropped in any other)
- * @msg: from ropcie_lx_ctrl_alloc(); the queue owns it from now on
- * @cm: what to send
+ * @cm: what to send (a REJECT)
  *
- * Context: any; the fabric lock may be held.
+ * Queued for the control work, which sends it once the peer's ring has
+ * room; dropped (and counted) when memory or ROPCIE_LX_ANSWERS_MAX
+ * answers do not let it wait. Context: task; not under the fabric lock.
  */
-void ropcie_lx_ctrl_queue(struct ropcie_xport *x, u32 gen,
-			  struct ropcie_lx_ctrl *msg,
-			  const struct ropcie_wire_cm_msg *cm)
+void ropcie_lx_answer_cm(struct ropcie_xport *x, u32 gen,
+			 const struct ropcie_wire_cm_msg *cm)
 {
+	struct ropcie_lx_ctrl *msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
+
+	if (!msg) {
+		atomic64_inc(&x->stats.answers_dropped);
+		return;
+	}
+	msg->answer = true;
 	msg->cm = *cm;
+	ropcie_lx_ctrl_add(x, gen, msg);
+}
+
+/**
+ * ropcie_lx_answer_close() - tell the other host a connection is unknown
+ * @x: the link's transport
+ * @gen: the generation it named
+ * @conn: the id it gave this host's side (in no QP's hands here)
+ * @peer_conn: the other host's id of its QP, which must end
+ *
+ * As ropcie_lx_answer_cm(), bounded the same way. Context: task.
+ */
+void ropcie_lx_answer_close(struct ropcie_xport *x, u32 gen, u32 conn,
+			    u32 peer_conn)
+{
+	struct ropcie_lx_ctrl *msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
+
+	if (!msg) {
+		atomic64_inc(&x->stats.answers_dropped);
+		return;
+	}
+	msg->answer = true;
+	msg->close = true;
+	msg->conn = conn;
+	msg->peer_conn = peer_conn;
 	ropcie_lx_ctrl_add(x, gen, msg);
 }
 
@@ -639,10 +696,12 @@ void ropcie_lx_ctrl_queue(struct ropcie_xport *x, u32 gen,
  * ropcie_lx_close_queue() - tell the other host that a connection ends
  * @x: the link's transport
  * @gen: the generation of the connection
- * @msg: from ropcie_lx_ctrl_alloc(); the queue owns it from now on
+ * @msg: the QP's own, from ropcie_lx_ctrl_alloc() when it connected;
+ *	the queue owns it from now on
  * @conn: this host's id of the connection's QP
  * @peer_conn: the other host's
  *
+ * Never dropped while the link is in @gen: each QP has one.
  * Context: any; the fabric lock may be held.
  */
 void ropcie_lx_close_queue(struct ropcie_xport *x, u32 gen,
@@ -727,8 +786,10 @@ static void ropcie_lx_ctrl_work(struct work_struct *work)
 		spin_lock_irqsave(&x->lock, flags);
 		msg = list_first_entry_or_null(&x->ctrl, struct ropcie_lx_ctrl,
 					       list);
-		if (msg)
+		if (msg) {
 			list_del(&msg->list);
+			x->answers -= msg->answer;
+		}
 		spin_unlock_irqrestore(&x->lock, flags);
 		if (!msg)
 			break;
@@ -774,12 +835,15 @@ static bool ropcie_lx_wait_over(struct ropcie_qp *qp, struct ropcie_lx_wait *w)
 
 /*
  * Fill the slot @tx with bytes [@off, @off + @flen) of a message of @len
- * bytes from @local, and produce it. Return: as ropcie_lx_tx_commit(),
- * or -EFAULT when @local cannot be read (nothing produced).
+ * bytes from @local, and produce it; rescheduling between chunks only
+ * when @may_sleep (never in the poster's context, which may hold a
+ * spinlock). Return: as ropcie_lx_tx_commit(), or -EFAULT when @local
+ * cannot be read (nothing produced).
  */
 static int ropcie_lx_send_frag(struct ropcie_lx_tx *tx,
 			       const struct ropcie_segs *local, u64 off,
-			       u64 flen, u64 len, struct ropcie_wire_msg *m)
+			       u64 flen, u64 len, struct ropcie_wire_msg *m,
+			       bool may_sleep)
 {
 	struct ropcie_seg dst = {
 		.addr = (uintptr_t)tx->data,
@@ -788,7 +852,7 @@ static int ropcie_lx_send_frag(struct ropcie_lx_tx *tx,
 	u64 t_copy = flen ? ropcie_prof_now() : 0;
 
 	if (flen && !ropcie_copy_at(&dst, 1, 0, local->seg, local->n, off,
-				    flen, true)) {
+				    flen, may_sleep)) {
 		ropcie_lx_tx_abort(tx);
 		return -EFAULT;
 	}
@@ -820,7 +884,7 @@ static int ropcie_lx_send_data(struct ropcie_xport *x, u32 gen,
 		ret = ropcie_lx_tx_begin(x, ROPCIE_WIRE_REQ, gen, &tx);
 		if (!ret)
 			ret = ropcie_lx_send_frag(&tx, local, off, flen,
-						  req->len, m);
+						  req->len, m, true);
 		if (ret)
 			return ret;
 		off += flen;
@@ -1062,7 +1126,8 @@ static int ropcie_lx_post_now(struct ropcie_qp *qp,
 	m.msn = lx->msn++;
 	p = ropcie_lx_posted_add(lx, m.msn);
 	/* Under wait_lock: the consumer takes the answer once it is all set. */
-	ret = ropcie_lx_send_frag(&tx, local, 0, req->len, req->len, &m);
+	ret = ropcie_lx_send_frag(&tx, local, 0, req->len, req->len, &m,
+				  false);
 	if (ret) {
 		ropcie_lx_posted_fail(p, ret);
 	} else if (t_begin) {
@@ -1969,6 +2034,7 @@ static void ropcie_xport_end_gen(struct ropcie_xport *x, bool dead)
 	if (dead)
 		x->dead = true;
 	list_splice_init(&x->ctrl, &drop);
+	x->answers = 0;
 	spin_unlock(&x->lock);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 
@@ -1986,7 +2052,7 @@ static void ropcie_xport_end_gen(struct ropcie_xport *x, bool dead)
 		if (!qp)
 			break;
 		ropcie_cm_link_lost(x, qp, true);
-		ropcie_lx_conn_del(x, id);
+		ropcie_lx_conn_del(x, id, qp);
 		ropcie_qp_put(qp);
 	}
 	list_for_each_entry_safe(msg, tmp, &drop, list)
@@ -2027,11 +2093,12 @@ int ropcie_xport_show(struct ropcie_link *link, char *buf)
 	xa_for_each(&x->conns, id, qp)
 		n++;
 	return sysfs_emit(buf,
-			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld\n",
+			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld\n",
 			  READ_ONCE(x->gen), n, atomic64_read(&x->stats.tx),
 			  atomic64_read(&x->stats.rx),
 			  atomic64_read(&x->stats.db),
-			  atomic64_read(&x->stats.irq));
+			  atomic64_read(&x->stats.irq), READ_ONCE(x->answers),
+			  atomic64_read(&x->stats.answers_dropped));
 }
 
 /**

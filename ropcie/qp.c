@@ -673,7 +673,11 @@ int ropcie_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 static int ropcie_sqe_fill(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 			   const struct ib_send_wr *wr, u64 t_post)
 {
-	if (wr->num_sge > qp->max_send_sge)
+	/*
+	 * No inline data (max_inline_data is 0): its bytes would be read
+	 * after post_send returned, from an address without a key.
+	 */
+	if (wr->num_sge > qp->max_send_sge || wr->send_flags & IB_SEND_INLINE)
 		return -EINVAL;
 	memset(sqe, 0, offsetof(struct ropcie_sqe, sge));
 	sqe->t_post = t_post;
@@ -727,7 +731,8 @@ static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 	const struct ropcie_transport_ops *transport = READ_ONCE(qp->transport);
 
 	if (!max || wr->next || wr->opcode != IB_WR_RDMA_WRITE ||
-	    wr->num_sge > qp->max_send_sge || !in_task() ||
+	    wr->num_sge > qp->max_send_sge ||
+	    wr->send_flags & IB_SEND_INLINE || !in_task() ||
 	    !(transport->inline_exec || transport->post))
 		return false;
 	for (i = 0; i < wr->num_sge; i++)

@@ -526,7 +526,7 @@ struct ropcie_xport *ropcie_lx_pick(u32 *gen);
 bool ropcie_lx_alive(const struct ropcie_xport *x, u32 gen);
 int ropcie_lx_conn_add(struct ropcie_xport *x, u32 gen, struct ropcie_qp *qp,
 		       u32 *conn);
-void ropcie_lx_conn_del(struct ropcie_xport *x, u32 conn);
+void ropcie_lx_conn_del(struct ropcie_xport *x, u32 conn, struct ropcie_qp *qp);
 int ropcie_lx_cm_begin(struct ropcie_xport *x, u32 gen,
 		       struct ropcie_lx_tx *tx);
 int ropcie_lx_cm_commit(struct ropcie_lx_tx *tx,
@@ -535,9 +535,10 @@ void ropcie_lx_cm_abort(struct ropcie_lx_tx *tx);
 int ropcie_lx_cm_send(struct ropcie_xport *x, u32 gen,
 		      const struct ropcie_wire_cm_msg *cm);
 struct ropcie_lx_ctrl *ropcie_lx_ctrl_alloc(gfp_t gfp);
-void ropcie_lx_ctrl_queue(struct ropcie_xport *x, u32 gen,
-			  struct ropcie_lx_ctrl *msg,
-			  const struct ropcie_wire_cm_msg *cm);
+void ropcie_lx_answer_cm(struct ropcie_xport *x, u32 gen,
+			 const struct ropcie_wire_cm_msg *cm);
+void ropcie_lx_answer_close(struct ropcie_xport *x, u32 gen, u32 conn,
+			    u32 peer_conn);
 void ropcie_lx_close_queue(struct ropcie_xport *x, u32 gen,
 			   struct ropcie_lx_ctrl *msg, u32 conn, u32 peer_conn);
 

@@ -64,6 +64,7 @@ struct rt_pair {
 };
 
 static struct rdma_cm_id *rt_listen;
+static DEFINE_SPINLOCK(rt_post_lock);
 static struct rt_pair *rt_cur;	/* the pair being connected */
 static int rt_failed, rt_run;
 
@@ -358,7 +359,13 @@ int rt_rdma_on(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq,
 	struct ib_wc wc;
 	int ret;
 
+	/*
+	 * Under a spinlock, as a ULP may post: post_send must not sleep
+	 * (CONFIG_DEBUG_ATOMIC_SLEEP reports it if it does).
+	 */
+	spin_lock(&rt_post_lock);
 	ret = ib_post_send(id->qp, &wr.wr, NULL);
+	spin_unlock(&rt_post_lock);
 	if (!ret)
 		ret = rt_poll(cq, &wc);
 	ib_dma_unmap_single(dev, sge.addr, len, DMA_BIDIRECTIONAL);
@@ -919,6 +926,58 @@ out:
 	if (!IS_ERR_OR_NULL(pd))
 		ib_dealloc_pd(pd);
 	rt_pair_destroy(p);
+}
+
+/*
+ * IB_SEND_INLINE on a QP made with max_inline_data 0 (ropcie offers no
+ * inline data): post_send refuses the WR with -EINVAL and names it in
+ * bad_wr, and nothing completes.
+ */
+static void rt_inline_refused(void)
+{
+	const char *name = "inline_send_refused";
+	struct ib_sge sge = { .length = 16 };
+	struct ib_send_wr send = {
+		.wr_id = 9,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED | IB_SEND_INLINE,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+	const struct ib_send_wr *bad = NULL;
+	struct rt_pair *p;
+	struct ib_wc wc;
+	char why[96];
+	void *buf;
+	int ret, n;
+
+	buf = kzalloc(sge.length, GFP_KERNEL);
+	if (!buf) {
+		rt_result(name, -ENOMEM, "no memory");
+		return;
+	}
+	p = rt_pair_create();
+	if (IS_ERR(p)) {
+		snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
+		rt_result(name, 1, why);
+		goto out_buf;
+	}
+	/* What an inline post carries: a kernel address, no key. */
+	sge.addr = (uintptr_t)buf;
+	ret = ib_post_send(p->cli->qp, &send, &bad);
+	msleep(100);
+	n = ib_poll_cq(p->ccq, 1, &wc);
+	if (ret != -EINVAL || bad != &send || n) {
+		snprintf(why, sizeof(why),
+			 "post_send %d, bad_wr %s, %d completions", ret,
+			 bad == &send ? "the WR" : "not the WR", n);
+		rt_result(name, 1, why);
+	} else {
+		rt_result(name, 0, NULL);
+	}
+	rt_pair_destroy(p);
+out_buf:
+	kfree(buf);
 }
 
 /*
@@ -1617,6 +1676,7 @@ static int __init rt_init(void)
 	for (k = RT_OK; k < RT_NKINDS; k++)
 		rt_remote_case(k);
 	rt_wrong_state();
+	rt_inline_refused();
 	rt_revoke(RT_REVOKE_INV);
 	rt_revoke(RT_REVOKE_ERR);
 	rt_reg_after_dereg();

@@ -38,6 +38,7 @@ the reason.
 
 import errno
 import os
+import socket
 import struct
 import subprocess
 import time
@@ -457,6 +458,178 @@ def test_response_index_out_of_ring_under_served_writes(hosts, scribbler,
         f"{srv2.describe()} | {cli2.describe()}"
 
 
+def fresh_generation(hosts, scribbler):
+    """A new epoch scribbled in the other host's window: it restarts the
+    link, and both hosts start a new generation, whose ring indices
+    count from 0. Return: the other host's link then."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    g0 = transport(there)["generation"]
+    scribbler(16, "0123456789abcdef")
+    deadline = time.monotonic() + 2 * BEAT_S + SLACK_S
+    while transport(there)["generation"] == g0:
+        assert time.monotonic() < deadline, \
+            f"there: a new epoch, the link stayed up: {there.link()}"
+        time.sleep(0.05)
+    here.wait_state("up", UP_TIMEOUT_S)
+    return there.wait_state("up", UP_TIMEOUT_S)[1]
+
+
+# The request ring's consumer index in the header this host writes in
+# the other host's window (cons[0] at 48), 32 slots behind a producer at
+# 0: in a fresh generation in which the other host has produced nothing,
+# its request ring looks full, and its next request waits for room until
+# it gives up (4 x link_timeout_ms) and takes the link down.
+CONS_REQ, FULL_AT_ZERO = 48, "e0ffffff"
+CONNECT_TIMEOUT_MS = 500
+
+
+@needs_connections
+def test_connect_answered_while_its_request_waits_for_room(
+        hosts, scribbler, pool, ropcie_params):
+    """The other host connects to a server here while its request ring
+    looks full: its connection request times out (connect_timeout_ms)
+    while the connect still waits to send it. The client fails with
+    -ETIMEDOUT, the connect returns once the other host gives up waiting
+    (the link goes down: the peer consumes no more), the link comes
+    back, the server here is untouched and a new pair runs. The timeout
+    freed the request while the connect still used it (KASAN saw it in
+    two-host-ropcie-debug)."""
+    here, there = hosts
+    ropcie_params(connect_timeout_ms=CONNECT_TIMEOUT_MS)
+    b0 = fresh_generation(hosts, scribbler)
+    scribbler(CONS_REQ, FULL_AT_ZERO)
+    srv, cli = pool.pair(count=1, size=64, remote_side="client")
+    srv.start()
+    srv.expect_state("listening")
+    t0 = time.monotonic()
+    cli.start()
+    bound = CONNECT_TIMEOUT_MS / 1000 + 4 * link_timeout_s() + BEAT_S + \
+        SLACK_S + 10.0 * bed.SCALE
+    assert cli.wait_end(bound) == "failed", cli.describe()
+    took = time.monotonic() - t0
+    assert cli.error == -errno.ETIMEDOUT, cli.describe()
+    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    here.wait_state("up", UP_TIMEOUT_S)
+    assert b["downs"] == b0["downs"] + 1, b
+    assert b["down_reason"] == "the peer consumes no more", b
+    assert srv.state == "listening", srv.describe()
+    srv.stop()
+    assert srv.state == "stopped", srv.describe()
+    srv2, cli2 = pool.pair(count=5, size=4096, validate=1,
+                           remote_side="client")
+    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
+        f"{srv2.describe()} | {cli2.describe()}"
+    print(f"# the client failed {took:.2f} s after its start")
+
+
+CM_REQ, WIRE_INET = 1, 4       # wire.h: enum ropcie_wire_cm_op, family
+
+
+def cm_req(creq, conn, dst, dst_port, src="10.9.9.9", src_port=40000):
+    """A connection request (struct ropcie_wire_cm, IPv4) as hex."""
+    raw = struct.pack("<BBBBIIIII", CM_REQ, WIRE_INET, 0, 0, creq, conn, 0,
+                      1, 1)
+    raw += struct.pack(">HH", src_port, dst_port) + bytes(4)
+    raw += socket.inet_aton(src) + bytes(12)
+    raw += socket.inet_aton(dst) + bytes(12) + bytes(256)
+    assert len(raw) == 320
+    return raw.hex()
+
+
+def inject_req(host, creq, conn, dst, dst_port):
+    """This host's request ring in the other host's window gets a
+    connection request of ours, as the injector writes it."""
+    line = (f"req {desc(CM, FIRST | LAST, 320, msg_len=320)} "
+            f"{cm_req(creq, conn, dst, dst_port)}")
+    with open(inject_path(host), "w") as f:
+        f.write(line + "\n")
+
+
+ANSWERS_MAX = 64                # link_transport.c: ROPCIE_LX_ANSWERS_MAX
+FLOOD = 100
+
+
+@needs_connections
+def test_answers_to_a_peer_that_does_not_consume_are_bounded(
+        hosts, scribbler, pool):
+    """This host sends connection requests for a port where nothing
+    listens while its own request ring, where the other host's REJECTs
+    go, looks full: the other host queues at most ANSWERS_MAX of them and
+    counts the rest as dropped, instead of holding ~512 bytes for each
+    for as long as this host lets it wait. It gives up waiting after
+    4 x link_timeout_ms (the link goes down: the peer consumes no more),
+    the link comes back with the queue empty, and a new pair runs."""
+    here, there = hosts
+    b0 = fresh_generation(hosts, scribbler)
+    t0 = transport(there)
+    scribbler(CONS_REQ, FULL_AT_ZERO)
+    dst = os.environ["REMOTE_ADDR"]
+    start = time.monotonic()
+    for i in range(FLOOD):
+        inject_req(here, i + 1, i + 1, dst, krping.next_port())
+    # Each request is consumed there, and refused into the queue.
+    krping.wait_for(lambda: transport(there)["rx"] >= t0["rx"] + FLOOD,
+                    what="the requests consumed there")
+    t = transport(there)
+    took = time.monotonic() - start
+    assert took < 4 * link_timeout_s(), \
+        f"too slow to see the queue before the link gives up ({took:.1f} s)"
+    # The control work holds one (waiting for room), the queue the rest.
+    assert t["answers_queued"] == ANSWERS_MAX, t
+    dropped = t["answers_dropped"] - t0["answers_dropped"]
+    assert FLOOD - ANSWERS_MAX - 1 <= dropped <= FLOOD - ANSWERS_MAX, t
+    deadline = start + 4 * link_timeout_s() + BEAT_S + SLACK_S
+    while there.link()["downs"] == b0["downs"]:
+        assert time.monotonic() < deadline, \
+            f"there: waits for room for ever: {there.link()}"
+        time.sleep(0.1)
+    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    here.wait_state("up", UP_TIMEOUT_S)
+    assert b["downs"] == b0["downs"] + 1, b
+    assert b["down_reason"] == "the peer consumes no more", b
+    assert transport(there)["answers_queued"] == 0
+    srv, cli = pool.pair(count=5, size=4096, validate=1)
+    assert krping.run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+
+
+@needs_connections
+@pytest.mark.parametrize("listen", ["127.0.0.1", "0.0.0.0"])
+def test_request_for_loopback_is_refused_at_once(hosts, scribbler, pool,
+                                                 ropcie_params, listen):
+    """This host asks for a connection to 127.0.0.1 on the other host,
+    where a server listens on that port at 127.0.0.1 (a service only its
+    own host may reach) or at any address. The other host refuses it at
+    once (its REJECT comes back within a beat or so, not at its
+    connect_timeout_ms, here a minute), and its server never hears of
+    it. ropcie hands the request to the listener's iw_cm id; rdma_cm
+    finds no RDMA port for 127.0.0.1 there (cma_iw_acquire_dev()) and
+    iw_cm rejects it, so no ULP over rdma_cm can be reached this way."""
+    here, there = hosts
+    ropcie_params(connect_timeout_ms=60000)
+    port = krping.next_port()
+    srv = pool.session("s", remote=True, role="server", addr=listen,
+                       port=port, count=1, size=64)
+    srv.start()
+    srv.expect_state("listening")
+    a0, b0 = transport(here), transport(there)
+    inject_req(here, 1, 1, "127.0.0.1", port)
+    krping.wait_for(lambda: transport(here)["rx"] > a0["rx"],
+                    timeout=2 * BEAT_S + SLACK_S,
+                    what="the other host's REJECT")
+    time.sleep(2 * BEAT_S)
+    a, b = transport(here), transport(there)
+    # One descriptor each way: the request, its REJECT.
+    assert b["rx"] == b0["rx"] + 1, b
+    assert a["rx"] == a0["rx"] + 1, a
+    assert srv.state == "listening", srv.describe()
+    assert there.link()["state"] == "up"
+    srv.stop()
+    assert srv.state == "stopped", srv.describe()
+
+
 IVSHMEM_DRV = "/sys/bus/pci/drivers/ropcie_ivshmem"
 
 
@@ -509,6 +682,53 @@ def test_live_ping_ends_when_the_peer_goes(hosts, pool, how):
     assert krping.run_pair(srv2, cli2) == ("done", "done"), \
         f"{srv2.describe()} | {cli2.describe()}"
     print(f"# the ping here failed {took:.2f} s after the peer's {how}")
+
+
+# Reads the link's transport file over and over until it is gone, then
+# says how many reads returned a line (sysfs re-runs show() at offset 0).
+TRANSPORT_READER = r"""
+import os, sys
+fd, n = os.open(sys.argv[1], os.O_RDONLY), 0
+print("open", flush=True)
+try:
+    while os.pread(fd, 4096, 0).startswith(b"generation "):
+        n += 1
+except OSError as e:
+    print("errno", e.errno)
+print("reads", n)
+"""
+UNBINDS = 8
+
+
+def test_transport_read_while_the_link_device_goes(hosts):
+    """A reader of ropcie_link/transport on the other host, reading as
+    fast as it can while that host's link device is unbound (and bound
+    again), eight times: each read returns the line or fails with
+    ENODEV once the file is gone, the kernel log stays clean and the
+    link comes back each time. The transport was freed before the file
+    went, so a read in between walked freed memory (KASAN on the debug
+    kernel, two-host-ropcie-debug) or a NULL pointer."""
+    here, there = hosts
+    dev = pci_name(there)
+    path = f"/sys/bus/pci/devices/{dev}/ropcie_link/transport"
+    for i in range(UNBINDS):
+        here.wait_state("up", UP_TIMEOUT_S)
+        there.wait_state("up", UP_TIMEOUT_S)
+        out = there.sh(
+            f"/usr/bin/python3 -c '{TRANSPORT_READER}' {path} > /tmp/rd.$$ &"
+            f" r=$!; for j in $(seq 100); do grep -q open /tmp/rd.$$ && "
+            "break; sleep 0.05; done; "
+            f"echo {dev} > {IVSHMEM_DRV}/unbind; wait $r; cat /tmp/rd.$$; "
+            "rm -f /tmp/rd.$$")
+        bind_link_device(there)
+        words = out.split()
+        assert words[:1] == ["open"] and "reads" in words, out
+        reads = int(words[words.index("reads") + 1])
+        assert reads > 0, out
+        if "errno" in words:
+            assert int(words[words.index("errno") + 1]) == errno.ENODEV, out
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
 
 
 # The remote access cases of ropcie_test.ko in its order (rt_names in
