@@ -340,7 +340,7 @@ static bool ropcie_creq_take_mine(struct ropcie_creq *creq)
 	return true;
 }
 
-/* A request that was taken is answered: its timeout and the table's reference go. */
+/* A taken request is answered: its timeout and the table's reference go. */
 static void ropcie_creq_done(struct ropcie_creq *creq, bool from_timeout)
 {
 	if (!from_timeout)
@@ -372,8 +372,9 @@ static void ropcie_creq_unlink(struct ropcie_creq *creq)
 }
 
 /*
- * Answer a request that was taken with a refusal, and free it: the
- * active cm_id of one made here, the other host of one from there.
+ * Answer a request that was taken with a refusal, and drop the table's
+ * reference: the active cm_id of one made here, the other host of one
+ * from there.
  * Context: task; a request over a link with its transport alive.
  */
 static void ropcie_creq_refuse(struct ropcie_creq *creq, int status,

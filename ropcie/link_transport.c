@@ -631,7 +631,8 @@ static void ropcie_lx_ctrl_add(struct ropcie_xport *x, u32 gen,
 	if (x->up && x->gen == gen && !x->dead &&
 	    (!msg->answer || x->answers < ROPCIE_LX_ANSWERS_MAX)) {
 		list_add_tail(&msg->list, &x->ctrl);
-		x->answers += msg->answer;
+		if (msg->answer)
+			WRITE_ONCE(x->answers, x->answers + 1);
 		queued = true;
 	} else if (x->up && x->gen == gen && !x->dead) {
 		atomic64_inc(&x->stats.answers_dropped);
@@ -788,7 +789,8 @@ static void ropcie_lx_ctrl_work(struct work_struct *work)
 					       list);
 		if (msg) {
 			list_del(&msg->list);
-			x->answers -= msg->answer;
+			if (msg->answer)
+				WRITE_ONCE(x->answers, x->answers - 1);
 		}
 		spin_unlock_irqrestore(&x->lock, flags);
 		if (!msg)
@@ -2034,7 +2036,7 @@ static void ropcie_xport_end_gen(struct ropcie_xport *x, bool dead)
 	if (dead)
 		x->dead = true;
 	list_splice_init(&x->ctrl, &drop);
-	x->answers = 0;
+	WRITE_ONCE(x->answers, 0);
 	spin_unlock(&x->lock);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 

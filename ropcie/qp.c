@@ -633,6 +633,11 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		qp->sq.tail = qp->sq.head;
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		/* Nor its posted WRITEs: their verdicts name no entry now. */
+		if (qp->sq_posted) {
+			READ_ONCE(qp->transport)->forget(qp);
+			qp->sq_posted = 0;
+		}
 		ropcie_sq_release(qp);
 		mutex_lock(&qp->rq_cons_lock);
 		qp->rq.tail = qp->rq.head;

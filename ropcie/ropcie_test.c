@@ -47,6 +47,10 @@ static unsigned int lost_wait_ms = 20000;
 module_param(lost_wait_ms, uint, 0444);
 MODULE_PARM_DESC(lost_wait_ms, "How long a dropped connection request may stay unanswered (more than ropcie's connect_timeout_ms)");
 
+static unsigned int reset_wait_ms = 1000;
+module_param(reset_wait_ms, uint, 0444);
+MODULE_PARM_DESC(reset_wait_ms, "How long reset_behind_posted_writes keeps its QP in RESET (over a link: more than 4 x ropcie's link_timeout_ms, its request timeout)");
+
 static char role[16];
 module_param_string(role, role, sizeof(role), 0444);
 MODULE_PARM_DESC(role, "empty: every case on this host; target or initiator: one end of the remote access cases per host, addr being the target's; memcpy: measure memcpy() bandwidth only");
@@ -399,6 +403,7 @@ const char * const rt_names[RT_NKINDS] = {
 	[RT_NO_WRITE] = "write_without_remote_write",
 	[RT_NO_READ] = "read_without_remote_read",
 	[RT_BEHIND_FAIL] = "write_behind_failed_write",
+	[RT_RESET_POSTED] = "reset_behind_posted_writes",
 };
 
 /*
@@ -479,6 +484,85 @@ static void rt_case_behind_fail(struct rdma_cm_id *id, struct ib_pd *pd,
 		rt_result(name, 0, ib_wc_status_msg(want[1]));
 }
 
+#define RT_RESET_WRITES		4
+
+/*
+ * rt_case_initiate() for RT_RESET_POSTED. Each lone WRITE goes out from
+ * the poster's context over a link and waits there for its verdict; ERR
+ * and RESET come before the QP's worker has flushed. Whatever completed
+ * before the reset is a success or a flush, the QP stays in RESET for
+ * reset_wait_ms while the verdicts come back (or, the connection being
+ * closed, their requests time out), and the target sees the WRITE or
+ * nothing.
+ */
+static void rt_case_reset_posted(struct rdma_cm_id *id, struct ib_pd *pd,
+				 struct ib_cq *cq, const struct rt_access *a,
+				 u8 *cbuf, const u8 *sbuf)
+{
+	const char *name = rt_names[RT_RESET_POSTED];
+	struct ib_device *dev = id->device;
+	struct ib_sge sge = {
+		.addr = ib_dma_map_single(dev, cbuf, RT_CASE_LEN, DMA_TO_DEVICE),
+		.length = RT_CASE_LEN,
+		.lkey = pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+		},
+		.remote_addr = a->raddr,
+		.rkey = a->rkey,
+	};
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr = {};
+	int i, n = 0, odd = 0, ret = 0;
+	struct ib_wc wc;
+	char why[96];
+
+	for (i = 0; !ret && i < RT_RESET_WRITES; i++) {
+		wr.wr.wr_id = i;
+		ret = ib_post_send(id->qp, &wr.wr, NULL);
+	}
+	attr.qp_state = IB_QPS_ERR;
+	if (!ret)
+		ret = ib_modify_qp(id->qp, &attr, IB_QP_STATE);
+	attr.qp_state = IB_QPS_RESET;
+	if (!ret)
+		ret = ib_modify_qp(id->qp, &attr, IB_QP_STATE);
+	/* The verdicts come back, or their requests time out, meanwhile. */
+	msleep(reset_wait_ms);
+	while (ib_poll_cq(cq, 1, &wc) == 1) {
+		n++;
+		if (wc.status != IB_WC_SUCCESS &&
+		    wc.status != IB_WC_WR_FLUSH_ERR)
+			odd++;
+	}
+	if (!ret)
+		ret = ib_query_qp(id->qp, &attr, IB_QP_STATE, &init);
+	ib_dma_unmap_single(dev, sge.addr, RT_CASE_LEN, DMA_TO_DEVICE);
+	if (ret) {
+		snprintf(why, sizeof(why), "post/modify/query failed: %d", ret);
+		rt_result(name, 1, why);
+	} else if (attr.qp_state != IB_QPS_RESET) {
+		snprintf(why, sizeof(why), "QP in state %d after RESET",
+			 attr.qp_state);
+		rt_result(name, 1, why);
+	} else if (n > RT_RESET_WRITES || odd) {
+		snprintf(why, sizeof(why), "%d completions, %d neither success nor flush",
+			 n, odd);
+		rt_result(name, 1, why);
+	} else if (sbuf && !rt_case_target_intact(RT_RESET_POSTED, sbuf)) {
+		rt_result(name, 1, "target memory was modified");
+	} else {
+		snprintf(why, sizeof(why), "%d of %d completed before the reset",
+			 n, RT_RESET_WRITES);
+		rt_result(name, 0, why);
+	}
+}
+
 /**
  * rt_case_initiate() - the initiator's half of an access case; records it
  * @id: the initiator's end of the case's connection
@@ -504,6 +588,10 @@ void rt_case_initiate(struct rdma_cm_id *id, struct ib_pd *pd,
 
 	if (kind == RT_BEHIND_FAIL) {
 		rt_case_behind_fail(id, pd, cq, a, cbuf, sbuf);
+		return;
+	}
+	if (kind == RT_RESET_POSTED) {
+		rt_case_reset_posted(id, pd, cq, a, cbuf, sbuf);
 		return;
 	}
 	ret = rt_rdma_on(id, pd, cq, a->op, cbuf, a->len, a->raddr, a->rkey,

@@ -298,6 +298,8 @@ out:
 			  "target: the WRITE landed, nothing beyond it" :
 			  kind == RT_BEHIND_FAIL ?
 			  "target: the first WRITE landed, nothing behind the failed one" :
+			  kind == RT_RESET_POSTED ?
+			  "target: the WRITE landed or nothing did, nothing beyond it" :
 			  "target: memory untouched");
 	}
 	if (other_pd)
