@@ -277,6 +277,19 @@ static struct rt_pair *rt_pair_create(void)
 	return rt_pair_create_from(NULL);
 }
 
+/* A pair for case @name, or NULL with the case failed for want of one. */
+static struct rt_pair *rt_case_pair(const char *name, const char *src)
+{
+	struct rt_pair *p = rt_pair_create_from(src);
+	char why[96];
+
+	if (!IS_ERR(p))
+		return p;
+	snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
+	rt_result(name, 1, why);
+	return NULL;
+}
+
 /* Poll one completion of @cq, bounded. */
 int rt_poll(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -338,6 +351,22 @@ unmap:
 	return mr;
 }
 
+/* Set @wr to one signaled RDMA @op of @sge to @raddr with @rkey. */
+static void rt_rdma_wr(struct ib_rdma_wr *wr, struct ib_sge *sge,
+		       enum ib_wr_opcode op, u64 raddr, u32 rkey)
+{
+	*wr = (struct ib_rdma_wr){
+		.wr = {
+			.opcode = op,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = sge,
+			.num_sge = 1,
+		},
+		.remote_addr = raddr,
+		.rkey = rkey,
+	};
+}
+
 /* Post one RDMA op on @id's QP and return its completion status. */
 int rt_rdma_on(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq,
 	       enum ib_wr_opcode op, void *local, u32 len, u64 raddr, u32 rkey,
@@ -349,20 +378,12 @@ int rt_rdma_on(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq,
 		.length = len,
 		.lkey = pd->local_dma_lkey,
 	};
-	struct ib_rdma_wr wr = {
-		.wr = {
-			.wr_id = 2,
-			.opcode = op,
-			.send_flags = IB_SEND_SIGNALED,
-			.sg_list = &sge,
-			.num_sge = 1,
-		},
-		.remote_addr = raddr,
-		.rkey = rkey,
-	};
+	struct ib_rdma_wr wr;
 	struct ib_wc wc;
 	int ret;
 
+	rt_rdma_wr(&wr, &sge, op, raddr, rkey);
+	wr.wr.wr_id = 2;
 	/*
 	 * Under a spinlock, as a ULP may post: post_send must not sleep
 	 * (CONFIG_DEBUG_ATOMIC_SLEEP reports it if it does).
@@ -506,22 +527,14 @@ static void rt_case_reset_posted(struct rdma_cm_id *id, struct ib_pd *pd,
 		.length = RT_CASE_LEN,
 		.lkey = pd->local_dma_lkey,
 	};
-	struct ib_rdma_wr wr = {
-		.wr = {
-			.opcode = IB_WR_RDMA_WRITE,
-			.send_flags = IB_SEND_SIGNALED,
-			.sg_list = &sge,
-			.num_sge = 1,
-		},
-		.remote_addr = a->raddr,
-		.rkey = a->rkey,
-	};
 	struct ib_qp_init_attr init;
+	struct ib_rdma_wr wr;
 	struct ib_qp_attr attr = {};
 	int i, n = 0, odd = 0, ret = 0;
 	struct ib_wc wc;
 	char why[96];
 
+	rt_rdma_wr(&wr, &sge, IB_WR_RDMA_WRITE, a->raddr, a->rkey);
 	for (i = 0; !ret && i < RT_RESET_WRITES; i++) {
 		wr.wr.wr_id = i;
 		ret = ib_post_send(id->qp, &wr.wr, NULL);
@@ -650,12 +663,9 @@ static void rt_remote_case(enum rt_kind kind)
 	memset(sbuf, RT_GUARD, 2 * PAGE_SIZE);
 	memset(cbuf, RT_DATA, PAGE_SIZE);
 
-	p = rt_pair_create();
-	if (IS_ERR(p)) {
-		snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
-		rt_result(name, 1, why);
+	p = rt_case_pair(name, NULL);
+	if (!p)
 		goto out_mem;
-	}
 	mr = rt_reg(p, sbuf, PAGE_SIZE, rt_case_rights(kind), &sg);
 	if (IS_ERR(mr)) {
 		snprintf(why, sizeof(why), "REG_MR failed: %ld", PTR_ERR(mr));
@@ -910,12 +920,9 @@ static void rt_reg_after_dereg(void)
 		rt_result(name, -ENOMEM, "no memory");
 		return;
 	}
-	p = rt_pair_create();
-	if (IS_ERR(p)) {
-		snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
-		rt_result(name, 1, why);
+	p = rt_case_pair(name, NULL);
+	if (!p)
 		goto out_buf;
-	}
 	sg_init_one(&sg, buf, PAGE_SIZE);
 	mr = ib_alloc_mr(p->spd, IB_MR_TYPE_MEM_REG, 1);
 	if (IS_ERR(mr) || ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE) != 1) {
@@ -1044,12 +1051,9 @@ static void rt_inline_refused(void)
 		rt_result(name, -ENOMEM, "no memory");
 		return;
 	}
-	p = rt_pair_create();
-	if (IS_ERR(p)) {
-		snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
-		rt_result(name, 1, why);
+	p = rt_case_pair(name, NULL);
+	if (!p)
 		goto out_buf;
-	}
 	/* What an inline post carries: a kernel address, no key. */
 	sge.addr = (uintptr_t)buf;
 	ret = ib_post_send(p->cli->qp, &send, &bad);
@@ -1550,12 +1554,9 @@ static void rt_cross_device(void)
 		goto out_mem;
 	}
 	memset(cbuf, RT_DATA, PAGE_SIZE);
-	p = rt_pair_create_from(addr2);
-	if (IS_ERR(p)) {
-		snprintf(why, sizeof(why), "no connection: %ld", PTR_ERR(p));
-		rt_result(name, 1, why);
+	p = rt_case_pair(name, addr2);
+	if (!p)
 		goto out_mem;
-	}
 	if (p->cli->device == p->srv->device) {
 		snprintf(why, sizeof(why), "both ends on %s",
 			 dev_name(&p->cli->device->dev));

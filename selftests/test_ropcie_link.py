@@ -142,6 +142,20 @@ def link_timeout_s():
         return int(f.read()) / 1000.0
 
 
+def down_and_up(hosts, b0, bound, what):
+    """Wait up to bound seconds for the other host's link to go down
+    after b0 (its link then), then for both to be up again. Return: the
+    other host's link once up."""
+    here, there = hosts
+    deadline = time.monotonic() + bound
+    while there.link()["downs"] == b0["downs"]:
+        assert time.monotonic() < deadline, \
+            f"there: {what}, the link stayed up: {there.link()}"
+        time.sleep(0.05)
+    here.wait_state("up", UP_TIMEOUT_S)
+    return there.wait_state("up", UP_TIMEOUT_S)[1]
+
+
 def test_link_comes_up_on_both_hosts(hosts):
     here, there = hosts
     _, a = here.wait_state("up", UP_TIMEOUT_S)
@@ -245,13 +259,7 @@ def test_scribbled_header_recovers(hosts, scribbler, name, offset, data,
     there.wait_state("up", UP_TIMEOUT_S)
     a0, b0 = here.link(), there.link()
     scribbler(offset, data)
-    deadline = time.monotonic() + 2 * BEAT_S + SLACK_S
-    while there.link()["downs"] == b0["downs"]:
-        assert time.monotonic() < deadline, \
-            f"there: {name} scribbled, the link stayed up: {there.link()}"
-        time.sleep(0.05)
-    here.wait_state("up", UP_TIMEOUT_S)
-    _, b = there.wait_state("up", UP_TIMEOUT_S)
+    b = down_and_up(hosts, b0, 2 * BEAT_S + SLACK_S, f"{name} scribbled")
     assert b["down_reason"] == reason
     assert b["protocol_errors"] == b0["protocol_errors"] + int(proto)
     assert b["ups"] >= b0["ups"] + 1
@@ -291,12 +299,15 @@ def test_scribbler_refuses_bad_input(hosts, scribbler, line, err):
 
 # Index fields of the header this host writes in the other host's
 # window (struct ropcie_wire_hdr: prod[2] at 40, cons[2] at 48), set far
-# beyond the ring on an idle link. The other host drains at least every
-# beat, so a producer index is found at once; a consumer index only when
-# that host produces, so the test makes it connect from there.
+# beyond the ring on an idle link, for each ring. The other host drains
+# at least every beat, so a producer index is found at once; a consumer
+# index only when that host produces (a request, or a response to one
+# of ours), so the test runs a ping with its client there.
 INDEX_SCRIBBLES = [
     ("prod", 40, "the peer's producer index is out of its ring"),
+    ("prod-rsp", 44, "the peer's producer index is out of its ring"),
     ("cons", 48, "the peer's consumer index is out of its ring"),
+    ("cons-rsp", 52, "the peer's consumer index is out of its ring"),
 ]
 
 
@@ -308,7 +319,7 @@ def test_scribbled_ring_index_recovers(hosts, scribbler, pool, name, offset,
     there.wait_state("up", UP_TIMEOUT_S)
     b0 = there.link()
     scribbler(offset, "0000ff7f")
-    if name == "cons":
+    if name.startswith("cons"):
         if not ROPCIE:
             pytest.skip("the other host produces only for a connection: "
                         "needs ropcie0 on both hosts (--provider ropcie)")
@@ -318,13 +329,8 @@ def test_scribbled_ring_index_recovers(hosts, scribbler, pool, name, offset,
         cli.start()
         cli.wait_end()
         srv.stop()
-    deadline = time.monotonic() + 2 * BEAT_S + SLACK_S
-    while there.link()["downs"] == b0["downs"]:
-        assert time.monotonic() < deadline, \
-            f"there: {name} index scribbled, the link stayed up: {there.link()}"
-        time.sleep(0.05)
-    _, b = there.wait_state("up", UP_TIMEOUT_S)
-    here.wait_state("up", UP_TIMEOUT_S)
+    b = down_and_up(hosts, b0, 2 * BEAT_S + SLACK_S,
+                    f"{name} index scribbled")
     assert b["down_reason"] == reason, b
     assert b["protocol_errors"] >= b0["protocol_errors"] + 1
 
@@ -435,7 +441,7 @@ def test_response_index_out_of_ring_under_served_writes(hosts, scribbler,
     here.wait_state("up", UP_TIMEOUT_S)
     there.wait_state("up", UP_TIMEOUT_S)
     ropcie_params(irq_serve_max=4096, rx_poll_us=0)
-    b0 = there.link()
+    b0, t0 = there.link(), transport(there)
     srv, cli = pool.pair(count=0, size=64, test="wlat")
     krping.start_running(srv, cli)
     # This host rewrites the index whenever it consumes a response: keep
@@ -454,6 +460,9 @@ def test_response_index_out_of_ring_under_served_writes(hosts, scribbler,
     here.wait_state("up", UP_TIMEOUT_S)
     assert b["protocol_errors"] >= b0["protocol_errors"] + 1, b
     assert b["downs"] >= b0["downs"] + 1, b
+    assert b["down_reason"] == "the peer's consumer index is out of its ring", b
+    # Its doorbell's bottom half served WRITEs meanwhile.
+    assert transport(there)["rx_in_irq"] > t0["rx_in_irq"]
     srv2, cli2 = pool.pair(count=20, size=64, validate=1)
     assert krping.run_pair(srv2, cli2) == ("done", "done"), \
         f"{srv2.describe()} | {cli2.describe()}"
@@ -599,13 +608,8 @@ def test_answers_to_a_peer_that_does_not_consume_are_bounded(
     dropped = t["answers_dropped"] - t0["answers_dropped"]
     assert ANSWERS_MAX - 1 <= queued <= ANSWERS_MAX, t
     assert queued + dropped in (FLOOD - 1, FLOOD), t
-    deadline = start + 4 * link_timeout_s() + BEAT_S + SLACK_S
-    while there.link()["downs"] == b0["downs"]:
-        assert time.monotonic() < deadline, \
-            f"there: waits for room for ever: {there.link()}"
-        time.sleep(0.1)
-    _, b = there.wait_state("up", UP_TIMEOUT_S)
-    here.wait_state("up", UP_TIMEOUT_S)
+    b = down_and_up(hosts, b0, start + 4 * link_timeout_s() + BEAT_S +
+                    SLACK_S - time.monotonic(), "no room for its REJECTs")
     assert b["downs"] == b0["downs"] + 1, b
     assert b["down_reason"] == "the peer consumes no more", b
     assert transport(there)["answers_queued"] == 0
