@@ -335,6 +335,18 @@ static void ropcie_sq_reap(struct ropcie_qp *qp)
 	}
 }
 
+/*
+ * Drop the posted WRITEs, as the SQ's owner, when the queue they belong
+ * to is flushed or emptied: their verdicts name no entry any more.
+ */
+static void ropcie_sq_forget_posted(struct ropcie_qp *qp)
+{
+	if (qp->sq_posted) {
+		READ_ONCE(qp->transport)->forget(qp);
+		qp->sq_posted = 0;
+	}
+}
+
 /* What ropcie_sq_post() did with a send queue entry. */
 enum ropcie_sq_verdict {
 	ROPCIE_SQ_POSTED,	/* handed to the transport: go on */
@@ -387,10 +399,7 @@ static void __ropcie_qp_process(struct ropcie_qp *qp)
 		spin_unlock_irqrestore(&qp->state_lock, flags);
 
 		if (state == IB_QPS_ERR) {
-			if (qp->sq_posted) {
-				READ_ONCE(qp->transport)->forget(qp);
-				qp->sq_posted = 0;
-			}
+			ropcie_sq_forget_posted(qp);
 			ropcie_flush(qp);
 			if (close)
 				ropcie_cm_close(qp);
@@ -633,11 +642,7 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		qp->sq.tail = qp->sq.head;
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
-		/* Nor its posted WRITEs: their verdicts name no entry now. */
-		if (qp->sq_posted) {
-			READ_ONCE(qp->transport)->forget(qp);
-			qp->sq_posted = 0;
-		}
+		ropcie_sq_forget_posted(qp);
 		ropcie_sq_release(qp);
 		mutex_lock(&qp->rq_cons_lock);
 		qp->rq.tail = qp->rq.head;

@@ -480,7 +480,7 @@ void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in);
  * @reap: the verdict of the oldest posted WRITE: 0 with *@status,
  *	-EINPROGRESS while it is not in, -ETIMEDOUT when the peer has not
  *	answered it for too long
- * @forget: drop every posted WRITE (the QP is flushed); late verdicts
+ * @forget: drop every posted WRITE (the QP is flushed or reset); late verdicts
  *	are ignored
  *
  * The semantics of the verbs are the requester's and the responder's;

@@ -509,9 +509,10 @@ static void rt_case_behind_fail(struct rdma_cm_id *id, struct ib_pd *pd,
 
 /*
  * rt_case_initiate() for RT_RESET_POSTED. Each lone WRITE goes out from
- * the poster's context over a link and waits there for its verdict; ERR
- * and RESET come before the QP's worker has flushed. Whatever completed
- * before the reset is a success or a flush, the QP stays in RESET for
+ * the poster's context (under a spinlock, as rt_rdma_on()) over a link,
+ * its verdict still to come; ERR and at once RESET follow, which on a
+ * host of one CPU the QP's worker has not flushed yet. Whatever
+ * completes is a success or a flush, the QP stays in RESET for
  * reset_wait_ms while the verdicts come back (or, the connection being
  * closed, their requests time out), and the target sees the WRITE or
  * nothing.
@@ -535,10 +536,12 @@ static void rt_case_reset_posted(struct rdma_cm_id *id, struct ib_pd *pd,
 	char why[96];
 
 	rt_rdma_wr(&wr, &sge, IB_WR_RDMA_WRITE, a->raddr, a->rkey);
+	spin_lock(&rt_post_lock);
 	for (i = 0; !ret && i < RT_RESET_WRITES; i++) {
 		wr.wr.wr_id = i;
 		ret = ib_post_send(id->qp, &wr.wr, NULL);
 	}
+	spin_unlock(&rt_post_lock);
 	attr.qp_state = IB_QPS_ERR;
 	if (!ret)
 		ret = ib_modify_qp(id->qp, &attr, IB_QP_STATE);
@@ -570,8 +573,8 @@ static void rt_case_reset_posted(struct rdma_cm_id *id, struct ib_pd *pd,
 	} else if (sbuf && !rt_case_target_intact(RT_RESET_POSTED, sbuf)) {
 		rt_result(name, 1, "target memory was modified");
 	} else {
-		snprintf(why, sizeof(why), "%d of %d completed before the reset",
-			 n, RT_RESET_WRITES);
+		snprintf(why, sizeof(why), "%d of %d completed", n,
+			 RT_RESET_WRITES);
 		rt_result(name, 0, why);
 	}
 }
