@@ -782,41 +782,65 @@ int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len)
 	return 0;
 }
 
-/*
- * The other host ends a connection over the link (CLOSE), or the link is
- * gone (@lost): @qp's side of it ends. If it was established, the QP
- * fails (with IB_EVENT_QP_FATAL first when the link is gone) and its ULP
- * gets DISCONNECT and CLOSE; a connection still being made is answered
- * by its request (refused by the link's end, or by its timeout).
+/**
+ * ropcie_cm_link_end() - a connection over a link ends under its QP
+ * @x: the link's transport
+ * @qp: the QP, held by the caller
+ * @how: why: the other host closed it, the link is gone, or the other
+ *	host broke the protocol in this connection's messages
+ *
+ * If it was established, the QP fails (with IB_EVENT_QP_FATAL first
+ * when the link is gone or a response broke the protocol,
+ * IB_EVENT_QP_REQ_ERR when a request did) and its ULP gets DISCONNECT
+ * and CLOSE; a connection still being made is answered by its request
+ * (refused by the link's end, or by its timeout). For a broken protocol
+ * the other host gets this QP's CLOSE, so that its side ends too: the
+ * link and every other connection over it go on. Idempotent.
+ *
+ * Context: any.
  */
-void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp,
-			 bool lost)
+void ropcie_cm_link_end(struct ropcie_xport *x, struct ropcie_qp *qp,
+			enum ropcie_conn_end how)
 {
 	struct ropcie_lx_ctrl *msg = NULL;
 	struct iw_cm_id *theirs = NULL;
 	unsigned long flags;
 
 	spin_lock_irqsave(&ropcie_fabric_lock, flags);
-	if (qp->lx.x == x) {
-		msg = qp->lx.close_msg;
-		qp->lx.close_msg = NULL;
-		qp->lx.x = NULL;
-		ropcie_lx_conn_del(x, qp->lx.conn, qp);
-		if (qp->lx.peer_conn) {
-			theirs = qp->cm_id;
-			qp->cm_id = NULL;
-			if (lost)
-				ropcie_qp_fatal(qp);
-			else
-				ropcie_qp_set_error(qp);
-		}
-		if (theirs) {
-			ropcie_cm_event(theirs, IW_CM_EVENT_DISCONNECT, 0,
-					&qp->laddr, &qp->raddr, NULL, 0, NULL);
-			ropcie_cm_event(theirs, IW_CM_EVENT_CLOSE, 0, &qp->laddr,
-					&qp->raddr, NULL, 0, NULL);
-		}
+	if (qp->lx.x != x)
+		goto unlock;
+	msg = qp->lx.close_msg;
+	qp->lx.close_msg = NULL;
+	qp->lx.x = NULL;
+	ropcie_lx_conn_del(x, qp->lx.conn, qp);
+	if (!qp->lx.peer_conn)
+		goto unlock;
+	if (msg && how != ROPCIE_CONN_CLOSED && how != ROPCIE_CONN_LOST) {
+		/* The queue owns the message, sent or not. */
+		ropcie_lx_close_queue(x, qp->lx.gen, msg, qp->lx.conn,
+				      qp->lx.peer_conn);
+		msg = NULL;
 	}
+	theirs = qp->cm_id;
+	qp->cm_id = NULL;
+	switch (how) {
+	case ROPCIE_CONN_CLOSED:
+		ropcie_qp_set_error(qp);
+		break;
+	case ROPCIE_CONN_BAD_REQUEST:
+		ropcie_qp_fail(qp, IB_EVENT_QP_REQ_ERR);
+		break;
+	default:
+		ropcie_qp_fail(qp, IB_EVENT_QP_FATAL);
+		break;
+	}
+	if (theirs) {
+		ropcie_cm_event(theirs, IW_CM_EVENT_DISCONNECT, 0, &qp->laddr,
+				&qp->raddr, NULL, 0, NULL);
+		ropcie_cm_event(theirs, IW_CM_EVENT_CLOSE, 0, &qp->laddr,
+				&qp->raddr, NULL, 0, NULL);
+	}
+unlock:
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	if (theirs)
 		theirs->rem_ref(theirs);

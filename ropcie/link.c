@@ -26,6 +26,7 @@
 #include <linux/kernel.h>
 #include <linux/kobject.h>
 #include <linux/random.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <asm/byteorder.h>
@@ -437,6 +438,14 @@ static const struct file_operations ropcie_link_inject_fops = {
 	.llseek = noop_llseek,
 };
 
+/* debugfs link-<device>/connections: see ropcie_xport_conns_show(). */
+static int ropcie_link_conns_show(struct seq_file *m, void *unused)
+{
+	ropcie_xport_conns_show(m->private, m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ropcie_link_conns);
+
 static void ropcie_link_release(struct kobject *kobj)
 {
 	kfree(to_link(kobj));
@@ -504,6 +513,8 @@ struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
 			    &ropcie_link_scribble_fops);
 	debugfs_create_file("inject", 0200, link->debugfs, link,
 			    &ropcie_link_inject_fops);
+	debugfs_create_file("connections", 0400, link->debugfs, link,
+			    &ropcie_link_conns_fops);
 	queue_delayed_work(system_wq, &link->beat_work, 0);
 	return link;
 }

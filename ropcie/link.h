@@ -23,6 +23,8 @@
 
 #include "wire.h"
 
+struct seq_file;
+
 /* The link's heartbeat period; a peer is gone after link_timeout_ms. */
 #define ROPCIE_LINK_BEAT_MS	250
 
@@ -128,6 +130,7 @@ void ropcie_xport_up(struct ropcie_link *link);
 void ropcie_xport_down(struct ropcie_link *link);
 void ropcie_xport_doorbell(struct ropcie_link *link, bool rang);
 int ropcie_xport_show(struct ropcie_link *link, char *buf);
+void ropcie_xport_conns_show(struct ropcie_link *link, struct seq_file *m);
 int ropcie_xport_inject(struct ropcie_link *link, int ring, const void *desc,
 			const void *payload, size_t len);
 

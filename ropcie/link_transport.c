@@ -34,6 +34,7 @@
 #include <linux/kthread.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/stat.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <asm/byteorder.h>
@@ -122,8 +123,10 @@ struct ropcie_lx_rx {
  * @ctrl_work: sends them, and the RECV_POSTED notices
  * @dead: the link is going away: no more up
  * @stats: descriptors produced and consumed, doorbells rung, of the
- *	consumed the WRITEs served in the doorbell's tasklet, and the
- *	answers dropped for want of room in @ctrl
+ *	consumed the WRITEs served in the doorbell's tasklet, the answers
+ *	dropped for want of room in @ctrl, and the peer's faults in a
+ *	descriptor: dropped (it named no connection) or ending the
+ *	connection it named (ropcie_lx_rx_fault())
  */
 struct ropcie_xport {
 	struct ropcie_link *link;
@@ -145,6 +148,7 @@ struct ropcie_xport {
 	bool dead;
 	struct {
 		atomic64_t tx, rx, db, irq, answers_dropped;
+		atomic64_t rx_dropped, conn_faults;
 	} stats;
 };
 
@@ -611,6 +615,45 @@ static struct ropcie_qp *ropcie_lx_conn_qp(struct ropcie_xport *x, u32 gen,
 		return NULL;
 	}
 	return qp;
+}
+
+/*
+ * The peer broke the protocol in a message of @qp's connection: that
+ * connection ends (its QP fails, the peer gets a CLOSE), the link and
+ * every other connection go on.
+ */
+static void ropcie_lx_conn_fault(struct ropcie_xport *x, struct ropcie_qp *qp,
+				 enum ropcie_wire_ring ring, const char *why)
+{
+	atomic64_inc(&x->stats.conn_faults);
+	dev_warn_ratelimited(x->link->hw->dev,
+			     "ropcie connection %u (QP %u) ends: %s\n",
+			     qp->lx.conn, qp->ibqp.qp_num, why);
+	ropcie_cm_link_end(x, qp, ring == ROPCIE_WIRE_REQ ?
+			   ROPCIE_CONN_BAD_REQUEST : ROPCIE_CONN_BAD_RESPONSE);
+}
+
+/*
+ * A descriptor of ring @ring that no correct peer writes (@why), naming
+ * connection @dst of ours and @src of the peer's, unchecked: the
+ * connection ends if it is one in @gen, else the descriptor is dropped.
+ * Either way it was consumed: the ring itself is intact.
+ */
+static void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen,
+			       enum ropcie_wire_ring ring, u32 dst, u32 src,
+			       const char *why)
+{
+	struct ropcie_qp *qp = ropcie_lx_conn_qp(x, gen, dst, src);
+
+	if (!qp) {
+		atomic64_inc(&x->stats.rx_dropped);
+		dev_warn_ratelimited(x->link->hw->dev,
+				     "ropcie link: dropped a descriptor: %s\n",
+				     why);
+		return;
+	}
+	ropcie_lx_conn_fault(x, qp, ring, why);
+	ropcie_qp_put(qp);
 }
 
 /* --- control messages ----------------------------------------------------- */
@@ -1262,9 +1305,9 @@ const struct ropcie_transport_ops ropcie_link_transport = {
  * A SEND or WRITE fragment of the peer, for one of our QPs. Its answer,
  * if it has one, goes into *@rsp when that is a slot taken already.
  */
-static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
-			     const struct ropcie_wire_msg *m, void *payload,
-			     struct ropcie_lx_tx **rsp)
+static void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
+			      const struct ropcie_wire_msg *m, void *payload,
+			      struct ropcie_lx_tx **rsp)
 {
 	struct ropcie_req req = {
 		.rkey = m->rkey,
@@ -1294,7 +1337,7 @@ static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 		if (last)
 			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_ACK, m->src_qpn,
 					 m->dst_qpn, m->msn, IB_WC_WR_FLUSH_ERR);
-		return 0;
+		return;
 	}
 	lx = &qp->lx;
 	if (first) {
@@ -1305,9 +1348,13 @@ static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_ACK, m->src_qpn,
 					 m->dst_qpn, m->msn, IB_WC_WR_FLUSH_ERR);
 	} else if (!lx->in_active || lx->in_msn != m->msn) {
+		/* Its requester hears why before the CLOSE. */
+		ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_ACK, m->src_qpn,
+				 m->dst_qpn, m->msn, IB_WC_REM_INV_REQ_ERR);
+		ropcie_lx_conn_fault(x, qp, ROPCIE_WIRE_REQ,
+				     "the peer broke a message's order");
 		ropcie_qp_put(qp);
-		ropcie_link_fail(x->link, "the peer broke a message's order");
-		return -EPROTO;
+		return;
 	}
 	if (!lx->in_skip) {
 		ret = ropcie_respond_frag(qp, &req, &lx->in, m->offset, &data,
@@ -1329,7 +1376,6 @@ static int ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 	if (last)
 		lx->in_active = false;
 	ropcie_qp_put(qp);
-	return 0;
 }
 
 /* A READ of the peer: our MR's bytes back in fragments of READ_DATA. */
@@ -1397,9 +1443,9 @@ out:
 	ropcie_qp_put(qp);
 }
 
-/* One descriptor of the request ring. Return: <0 to fail the link. */
-static int ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
-				const struct ropcie_wire_msg *m, void *payload)
+/* One descriptor of the request ring. */
+static void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
+				 const struct ropcie_wire_msg *m, void *payload)
 {
 	struct ropcie_qp *qp;
 
@@ -1410,12 +1456,13 @@ static int ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 
 		memcpy(&w, payload, min_t(u32, m->len, sizeof(w)));
 		barrier();	/* the copy, never the window, from here on */
-		if (ropcie_wire_cm_decode(&w, m->len, &cm)) {
-			ropcie_link_fail(x->link, "the peer wrote a malformed CM message");
-			return -EPROTO;
-		}
-		ropcie_cm_link_msg(x, gen, &cm);
-		return 0;
+		/* Names no connection: its connect times out. */
+		if (ropcie_wire_cm_decode(&w, m->len, &cm))
+			ropcie_lx_rx_fault(x, gen, ROPCIE_WIRE_REQ, 0, 0,
+					   "the peer wrote a malformed CM message");
+		else
+			ropcie_cm_link_msg(x, gen, &cm);
+		break;
 	}
 	case ROPCIE_WIRE_RECV_POSTED:
 		qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
@@ -1423,12 +1470,13 @@ static int ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 			ropcie_qp_kick(qp);
 			ropcie_qp_put(qp);
 		}
-		return 0;
+		break;
 	case ROPCIE_WIRE_READ:
 		ropcie_lx_rx_read(x, gen, m);
-		return 0;
+		break;
 	default:
-		return ropcie_lx_rx_data(x, gen, m, payload, NULL);
+		ropcie_lx_rx_data(x, gen, m, payload, NULL);
+		break;
 	}
 }
 
@@ -1452,20 +1500,20 @@ static void ropcie_lx_posted_answer(struct ropcie_qp *qp,
 }
 
 /* One descriptor of the response ring: to the requester waiting for it. */
-static int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
-				 const struct ropcie_wire_msg *m, void *payload)
+static void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
+				  const struct ropcie_wire_msg *m, void *payload)
 {
 	struct ropcie_lx_wait *w;
 	struct ropcie_qp *qp;
 
 	qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
 	if (!qp)
-		return 0;
+		return;
 	if (m->type == ROPCIE_WIRE_CLOSE) {
 		/* After every answer the peer gave before it. */
-		ropcie_cm_link_lost(x, qp, false);
+		ropcie_cm_link_end(x, qp, ROPCIE_CONN_CLOSED);
 		ropcie_qp_put(qp);
-		return 0;
+		return;
 	}
 	mutex_lock(&qp->lx.wait_lock);
 	w = qp->lx.wait;
@@ -1522,14 +1570,15 @@ static int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 out:
 	mutex_unlock(&qp->lx.wait_lock);
 	ropcie_qp_put(qp);
-	return 0;
 }
 
 /*
  * The descriptor at @cons of ring @ring in generation @gen, copied out
  * of the window once and checked, into @m; its payload slot in
  * *@payload. Return: 1, 0 when the ring holds nothing there (or the
- * peer is starting over), -EPROTO with *@why when the peer broke it.
+ * peer is starting over), -EBADMSG with *@why when the descriptor is
+ * malformed (@m holds only the connection it names, unchecked), -EPROTO
+ * with *@why when the peer broke the ring.
  */
 static int ropcie_lx_rx_peek(struct ropcie_xport *x, int ring, u32 cons,
 			     struct ropcie_wire_msg *m, void **payload,
@@ -1554,8 +1603,9 @@ static int ropcie_lx_rx_peek(struct ropcie_xport *x, int ring, u32 cons,
 	memcpy(&d, ropcie_lx_desc(win, g, ring, cons), sizeof(d));
 	barrier();	/* the copy, never the window */
 	if (ropcie_wire_desc_decode(&d, ring, g, m)) {
+		ropcie_wire_desc_conn(&d, &m->dst_qpn, &m->src_qpn);
 		*why = "the peer wrote a malformed descriptor";
-		return -EPROTO;
+		return -EBADMSG;
 	}
 	*payload = ropcie_lx_data(win, g, ring, cons);
 	return 1;
@@ -1609,7 +1659,9 @@ static void ropcie_lx_rx_consumed(struct ropcie_lx_rx *rx)
 /*
  * Consume @rx's ring from rx->cons on, in generation rx->gen, until it
  * is empty; @rx is owned. @rang_at: when profiling, the doorbell the
- * first descriptor answers (0: none). Context: the consumer kthread.
+ * first descriptor answers (0: none). A descriptor the peer broke ends
+ * at most its connection (ropcie_lx_rx_fault()); indices it broke, the
+ * link. Context: the consumer kthread.
  * Return: <0 when the peer broke the ring (the link is failed).
  */
 static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
@@ -1626,6 +1678,11 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 		int ret;
 
 		ret = ropcie_lx_rx_peek(x, ring, rx->cons, &m, &payload, &why);
+		if (ret == -EBADMSG) {
+			ropcie_lx_rx_fault(x, gen, ring, m.dst_qpn, m.src_qpn,
+					   why);
+			goto consumed;
+		}
 		if (ret < 0)
 			ropcie_link_fail(x->link, why);
 		if (ret <= 0)
@@ -1636,14 +1693,13 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 			rang_at = 0;
 		}
 		if (ring == ROPCIE_WIRE_REQ)
-			ret = ropcie_lx_rx_request(x, gen, &m, payload);
+			ropcie_lx_rx_request(x, gen, &m, payload);
 		else
-			ret = ropcie_lx_rx_response(x, gen, &m, payload);
+			ropcie_lx_rx_response(x, gen, &m, payload);
 		if (t && ring == ROPCIE_WIRE_REQ && m.type != ROPCIE_WIRE_CM &&
 		    m.type != ROPCIE_WIRE_RECV_POSTED)
 			ropcie_prof_add(ROPCIE_PROF_LX_SERVE, ktime_get_ns() - t);
-		if (ret)
-			return ret;	/* the handler failed the link */
+consumed:
 		ropcie_lx_rx_consumed(rx);
 		if (READ_ONCE(x->gen) != gen)
 			return 0;
@@ -1788,7 +1844,7 @@ static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at)
 			ropcie_prof_add(ROPCIE_PROF_LX_BELL, t - rang_at);
 			rang_at = 0;
 		}
-		/* Cannot fail the link: the message is whole. */
+		/* A whole message: no fault of order to end its connection. */
 		ropcie_lx_rx_data(x, gen, &m, payload, &rsp);
 		if (rsp)
 			ropcie_lx_tx_abort(rsp);
@@ -2053,7 +2109,7 @@ static void ropcie_xport_end_gen(struct ropcie_xport *x, bool dead)
 		xa_unlock_irqrestore(&x->conns, flags);
 		if (!qp)
 			break;
-		ropcie_cm_link_lost(x, qp, true);
+		ropcie_cm_link_end(x, qp, ROPCIE_CONN_LOST);
 		ropcie_lx_conn_del(x, id, qp);
 		ropcie_qp_put(qp);
 	}
@@ -2095,12 +2151,34 @@ int ropcie_xport_show(struct ropcie_link *link, char *buf)
 	xa_for_each(&x->conns, id, qp)
 		n++;
 	return sysfs_emit(buf,
-			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld\n",
+			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld rx_dropped %lld conn_faults %lld\n",
 			  READ_ONCE(x->gen), n, atomic64_read(&x->stats.tx),
 			  atomic64_read(&x->stats.rx),
 			  atomic64_read(&x->stats.db),
 			  atomic64_read(&x->stats.irq), READ_ONCE(x->answers),
-			  atomic64_read(&x->stats.answers_dropped));
+			  atomic64_read(&x->stats.answers_dropped),
+			  atomic64_read(&x->stats.rx_dropped),
+			  atomic64_read(&x->stats.conn_faults));
+}
+
+/**
+ * ropcie_xport_conns_show() - the connections over the link, for debugfs
+ * @link: the link
+ * @m: one line each: this host's id of the connection, the other
+ *	host's, and the QP's number here
+ */
+void ropcie_xport_conns_show(struct ropcie_link *link, struct seq_file *m)
+{
+	struct ropcie_xport *x = link->xport;
+	unsigned long flags, id;
+	struct ropcie_qp *qp;
+
+	/* The table holds each QP while its entry is there. */
+	xa_lock_irqsave(&x->conns, flags);
+	xa_for_each(&x->conns, id, qp)
+		seq_printf(m, "%lu %u %u\n", id, READ_ONCE(qp->lx.peer_conn),
+			   qp->ibqp.qp_num);
+	xa_unlock_irqrestore(&x->conns, flags);
 }
 
 /**

@@ -390,7 +390,7 @@ void ropcie_qp_get(struct ropcie_qp *qp);
 void ropcie_qp_put(struct ropcie_qp *qp);
 void ropcie_qp_kick(struct ropcie_qp *qp);
 void ropcie_qp_set_error(struct ropcie_qp *qp);
-void ropcie_qp_fatal(struct ropcie_qp *qp);
+void ropcie_qp_fail(struct ropcie_qp *qp, enum ib_event_type event);
 bool ropcie_qp_to_rts(struct ropcie_qp *qp);
 bool ropcie_qp_target_enter(struct ropcie_qp *qp);
 void ropcie_qp_target_leave(struct ropcie_qp *qp);
@@ -559,7 +559,18 @@ void ropcie_cm_remove_device(struct ropcie_dev *dev);
 void ropcie_cm_link_msg(struct ropcie_xport *x, u32 gen,
 			const struct ropcie_wire_cm_msg *m);
 void ropcie_cm_link_down(struct ropcie_xport *x);
-void ropcie_cm_link_lost(struct ropcie_xport *x, struct ropcie_qp *qp,
-			 bool lost);
+
+/* Why a connection over a link ends under its QP (ropcie_cm_link_end()). */
+enum ropcie_conn_end {
+	ROPCIE_CONN_CLOSED,		/* the other host closed it */
+	ROPCIE_CONN_LOST,		/* the link went down */
+	ROPCIE_CONN_BAD_REQUEST,	/* a request of the other host's
+					 * broke the protocol
+					 */
+	ROPCIE_CONN_BAD_RESPONSE,	/* a response of its did */
+};
+
+void ropcie_cm_link_end(struct ropcie_xport *x, struct ropcie_qp *qp,
+			enum ropcie_conn_end how);
 
 #endif /* ROPCIE_H */

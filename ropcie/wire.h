@@ -205,6 +205,17 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 			    struct ropcie_wire_msg *m);
 
 /*
+ * The connection a descriptor names, as the peer wrote it: unchecked,
+ * for looking up the connection a malformed descriptor belongs to.
+ */
+static inline void ropcie_wire_desc_conn(const struct ropcie_wire_desc *d,
+					 u32 *dst_qpn, u32 *src_qpn)
+{
+	*dst_qpn = le32_to_cpu(d->dst_qpn);
+	*src_qpn = le32_to_cpu(d->src_qpn);
+}
+
+/*
  * Connection management: the payload of a ROPCIE_WIRE_CM descriptor, one
  * struct ropcie_wire_cm. A connection is known on the link by the two
  * hosts' ids of its QPs ("conn", at most ROPCIE_WIRE_MAX_QPN, never 0),

@@ -24,9 +24,11 @@ ropcie, lib.krping.PROVIDER "ropcie"), for the connections over it:
 
 - ropcie removed there ends a live ping here within a beat (-ECONNRESET),
   and once it is back a new pair runs to the end;
-- hostile descriptors and CM messages injected while a ping runs end it
-  on both hosts, the link comes back and a new pair runs; a descriptor
-  that names no connection is answered and changes nothing;
+- hostile descriptors and CM messages that name no connection, injected
+  while a ping runs, are dropped and counted (or answered, when well
+  formed) and the ping runs to its count; one that breaks the protocol
+  in one of two pings' connections ends that ping on both hosts and
+  only it: the other runs to its count and the link stays up;
 - a bw of 1 MiB WRITEs with ropcie's profile on both hosts counts one
   copy into a ring per fragment on the initiator and one served
   request per fragment on the target.
@@ -350,66 +352,142 @@ def desc(dtype, flags=0, length=0, dst=0, src=0, msn=0, msg_len=0,
 
 SEND, CM = 1, 6                 # wire.h: request ring types
 FIRST, LAST = 1, 2
-# (name, ring, descriptor, payload, the other host's down_reason or None
-# for a descriptor it must answer and otherwise ignore)
+NOBODY, NOBODY_PEER = 0xfffff0, 0xfffff1   # connection ids nobody has
+# (name, ring, descriptor, payload, dropped: a descriptor that no correct
+# peer writes and that names no connection, counted as dropped; else
+# one that names no connection, answered as for a closed one)
+PING_COUNT = 1000
 INJECTIONS = [
-    ("type", "req", desc(0xff), None,
-     "the peer wrote a malformed descriptor"),
-    ("fragment", "req", desc(SEND, FIRST, 8192, 1, 1, 0, 4096), None,
-     "the peer wrote a malformed descriptor"),
+    ("type", "req", desc(0xff), None, True),
+    ("fragment", "req", desc(SEND, FIRST, 8192, NOBODY, NOBODY_PEER, 0,
+                             4096), None, True),
     ("cm-garbage", "req", desc(CM, FIRST | LAST, 320, msg_len=320),
-     "ff" * 320, "the peer wrote a malformed CM message"),
+     "ff" * 320, True),
     ("cm-short", "req", desc(CM, FIRST | LAST, 16, msg_len=16), "00" * 16,
-     "the peer wrote a malformed CM message"),
-    ("no-connection", "req", desc(SEND, FIRST | LAST, 4, 0xfffff0, 0xfffff1,
-                                  7, 4), "01020304", None),
+     True),
+    ("rsp-type", "rsp", desc(SEND, FIRST | LAST, 4, NOBODY, NOBODY_PEER, 0,
+                             4), "01020304", True),
+    ("no-connection", "req", desc(SEND, FIRST | LAST, 4, NOBODY,
+                                  NOBODY_PEER, 7, 4), "01020304", False),
+]
+
+
+def inject(host, ring, hexdesc, payload=None):
+    """The injector's line: a descriptor (and its payload) in this
+    host's ring of the other host's window."""
+    line = f"{ring} {hexdesc}" + (f" {payload}" if payload else "")
+    with open(inject_path(host), "w") as f:
+        f.write(line + "\n")
+
+
+@needs_connections
+@pytest.mark.parametrize("name,ring,hexdesc,payload,dropped", INJECTIONS,
+                         ids=[i[0] for i in INJECTIONS])
+def test_injected_descriptor_under_a_live_ping(hosts, scribbler, pool, name,
+                                               ring, hexdesc, payload,
+                                               dropped):
+    """A hostile descriptor that names no connection, in the other
+    host's ring while a ping runs over the link: the other host drops it
+    and counts it when no correct peer writes it (a malformed descriptor
+    or CM message), answers it as for a closed connection otherwise; the
+    link stays up and the ping runs to its count, every byte validated."""
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    b0, t0 = there.link(), transport(there)
+    splats = len(kernel_splats(there))
+    srv, cli = pool.pair(count=PING_COUNT, size=4096, validate=1)
+    krping.start_running(srv, cli)
+    inject(here, ring, hexdesc, payload)
+    if dropped:
+        krping.wait_for(lambda: transport(there)["rx_dropped"] >
+                        t0["rx_dropped"], what="the descriptor dropped there")
+    else:
+        # The requests after it in the ring are consumed after it.
+        n = cli.stat("iterations")
+        krping.wait_for(lambda: cli.stat("iterations") > n + 2,
+                        what="the ping going on")
+    # Consumed while the ping still ran.
+    assert cli.stat("iterations") < PING_COUNT, cli.describe()
+    assert (srv.wait_end(), cli.wait_end()) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s in (srv, cli):
+        assert s.stat("iterations") == PING_COUNT, s.describe()
+    b, t = there.link(), transport(there)
+    assert b["downs"] == b0["downs"] and b["state"] == "up", b
+    assert b["protocol_errors"] == b0["protocol_errors"], b
+    assert t["rx_dropped"] == t0["rx_dropped"] + dropped, t
+    assert t["conn_faults"] == t0["conn_faults"], t
+    assert not kernel_splats(there)[splats:]
+
+
+def connections(host):
+    """The link's connections on this host: [(id, the other host's id,
+    QP number)]."""
+    path = f"/sys/kernel/debug/ropcie/link-{pci_name(host)}/connections"
+    with open(path) as f:
+        return [tuple(int(w) for w in line.split()) for line in f]
+
+
+# (name, ring, descriptor of the connection dst, src): a fault that no
+# correct peer makes, in one connection's messages.
+# The errno its server there ends with: its responder sees a request
+# break the protocol (IB_EVENT_QP_REQ_ERR, -EPROTO), its requester a
+# response (IB_EVENT_QP_FATAL, -ECONNRESET). The client here hears
+# only of the connection's end (-ECONNRESET).
+CONN_FAULTS = [
+    ("order", "req", lambda dst, src: desc(SEND, LAST, 4, dst, src,
+                                           0xdead, 8, 4), "01020304",
+     -errno.EPROTO),
+    ("malformed-request", "req", lambda dst, src: desc(0xff, 0, 0, dst, src),
+     None, -errno.EPROTO),
+    ("malformed-response", "rsp", lambda dst, src: desc(SEND, FIRST | LAST,
+                                                        0, dst, src), None,
+     -errno.ECONNRESET),
 ]
 
 
 @needs_connections
-@pytest.mark.parametrize("name,ring,hexdesc,payload,reason", INJECTIONS,
-                         ids=[i[0] for i in INJECTIONS])
-def test_injected_descriptor_under_a_live_ping(hosts, scribbler, pool, name,
-                                               ring, hexdesc, payload,
-                                               reason):
-    """A hostile descriptor in the other host's ring while a ping runs
-    over the link: a malformed one ends the ping on both hosts (the link
-    goes down for it and comes back) and a new pair runs to the end; one
-    that names no connection is answered and the ping goes on."""
+@pytest.mark.parametrize("name,ring,make,payload,srv_error", CONN_FAULTS,
+                         ids=[f[0] for f in CONN_FAULTS])
+def test_fault_in_one_connection_ends_only_it(hosts, scribbler, pool, name,
+                                              ring, make, payload,
+                                              srv_error):
+    """Two pings over the link; a descriptor that breaks the protocol in
+    the first one's connection (a fragment out of its message's order, a
+    malformed request, a malformed response). The other host ends that
+    connection only: both sides of the first ping fail, the second runs
+    to its count with every byte validated on both hosts, and the link
+    never goes down."""
     here, there = hosts
     there.wait_state("up", UP_TIMEOUT_S)
-    b0 = there.link()
-    srv, cli = pool.pair(count=0, size=4096, validate=1)
-    krping.start_running(srv, cli)
-    line = f"{ring} {hexdesc}" + (f" {payload}" if payload else "")
-    with open(inject_path(here), "w") as f:
-        f.write(line + "\n")
-    if reason is None:
-        time.sleep(4 * BEAT_S)
-        b = there.link()
-        assert b["downs"] == b0["downs"] and b["state"] == "up", b
-        n = cli.stat("iterations")
-        krping.wait_for(lambda: cli.stat("iterations") > n + 2,
-                        what="the ping going on")
-        cli.stop()
-        assert cli.state == "stopped", cli.describe()
-        srv.wait_end()
-        return
+    b0, t0 = there.link(), transport(there)
+    splats = len(kernel_splats(there))
+    assert not connections(here), connections(here)
+    srv_a, cli_a = pool.pair(count=0, size=4096, validate=1)
+    krping.start_running(srv_a, cli_a)
+    [(mine, theirs, _)] = connections(here)
+    srv_b, cli_b = pool.pair(count=PING_COUNT, size=4096, validate=1)
+    krping.start_running(srv_b, cli_b)
+    assert len(connections(here)) == 2, connections(here)
+    inject(here, ring, make(theirs, mine), payload)
     bound = 2 * BEAT_S + SLACK_S + 10.0 * bed.SCALE
-    assert cli.wait_end(bound) == "failed", cli.describe()
-    assert cli.error == -errno.ECONNRESET, cli.describe()
-    # A count=0 server ends done when its client went away between two
-    # iterations, failed in the middle of one (as on any provider).
-    end = srv.wait_end(bound)
-    assert end in ("done", "failed"), srv.describe()
-    assert (srv.error < 0) == (end == "failed"), srv.describe()
-    _, b = there.wait_state("up", UP_TIMEOUT_S)
-    here.wait_state("up", UP_TIMEOUT_S)
-    assert b["down_reason"] == reason, b
-    assert b["protocol_errors"] >= b0["protocol_errors"] + 1
-    srv2, cli2 = pool.pair(count=5, size=4096, validate=1)
-    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
-        f"{srv2.describe()} | {cli2.describe()}"
+    ends = [s.wait_end(bound) for s in (cli_a, srv_a)]
+    assert ends == ["failed", "failed"], \
+        f"{cli_a.describe()} | {srv_a.describe()}"
+    assert (srv_a.error, cli_a.error) == (srv_error, -errno.ECONNRESET), \
+        f"{srv_a.describe()} | {cli_a.describe()}"
+    # The second was still running when the first had ended.
+    assert cli_b.stat("iterations") < PING_COUNT, cli_b.describe()
+    assert (srv_b.wait_end(), cli_b.wait_end()) == ("done", "done"), \
+        f"{srv_b.describe()} | {cli_b.describe()}"
+    for s in (srv_b, cli_b):
+        assert s.stat("iterations") == PING_COUNT, s.describe()
+    b, t = there.link(), transport(there)
+    assert b["downs"] == b0["downs"] and b["state"] == "up", b
+    assert b["protocol_errors"] == b0["protocol_errors"], b
+    assert t["conn_faults"] == t0["conn_faults"] + 1, t
+    assert t["rx_dropped"] == t0["rx_dropped"], t
+    assert not kernel_splats(there)[splats:]
 
 
 # The response ring's consumer index in the header this host writes in
