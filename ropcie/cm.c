@@ -8,7 +8,9 @@
  * (DISCONNECT and CLOSE to the peer, CLOSE to the closer).
  *
  * A connect to any other address goes to the other host over the first
- * link that is up (link_transport.c), as CM messages in the link's
+ * link that is up (the link transport, link_transport.h, which this
+ * file sits above and which reports up through struct
+ * ropcie_lx_upcalls), as CM messages in the link's
  * request ring (wire.h): REQ to the peer's listener, ACCEPT or REJECT
  * back, CLOSE either way. The two QPs know each other by their ids on
  * the link; a link that goes down fails its connections and requests.
@@ -799,8 +801,8 @@ int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len)
  *
  * Context: any.
  */
-void ropcie_cm_link_end(struct ropcie_xport *x, struct ropcie_qp *qp,
-			enum ropcie_conn_end how)
+static void ropcie_cm_link_end(struct ropcie_xport *x, struct ropcie_qp *qp,
+			       enum ropcie_conn_end how)
 {
 	struct ropcie_lx_ctrl *msg = NULL;
 	struct iw_cm_id *theirs = NULL;
@@ -854,7 +856,7 @@ unlock:
  * Ours get -ECONNRESET; those of the other host are dropped, and an
  * accept of one later fails with -ETIMEDOUT.
  */
-void ropcie_cm_link_down(struct ropcie_xport *x)
+static void ropcie_cm_link_down(struct ropcie_xport *x)
 {
 	struct ropcie_creq *creq, *tmp;
 	unsigned long flags, id;
@@ -1013,8 +1015,8 @@ static void ropcie_cm_link_accepted(struct ropcie_xport *x, u32 gen,
  * host's word: each is looked up here, and one that names nothing of
  * this link and generation is answered or dropped, never followed.
  */
-void ropcie_cm_link_msg(struct ropcie_xport *x, u32 gen,
-			const struct ropcie_wire_cm_msg *m)
+static void ropcie_cm_link_msg(struct ropcie_xport *x, u32 gen,
+			       const struct ropcie_wire_cm_msg *m)
 {
 	struct ropcie_creq *creq;
 	unsigned long flags;
@@ -1097,15 +1099,27 @@ void ropcie_cm_close(struct ropcie_qp *qp)
 	}
 }
 
+/* What the link transport below tells the connection manager. */
+static const struct ropcie_lx_upcalls ropcie_cm_lx_upcalls = {
+	.cm_msg = ropcie_cm_link_msg,
+	.link_down = ropcie_cm_link_down,
+	.conn_end = ropcie_cm_link_end,
+};
+
+/* Before any link exists: the PCI driver registers after this. */
 int ropcie_cm_init(void)
 {
 	ropcie_cm_wq = alloc_workqueue("ropcie_cm", KRPING_COMPAT_WQ_PERCPU, 0);
-	return ropcie_cm_wq ? 0 : -ENOMEM;
+	if (!ropcie_cm_wq)
+		return -ENOMEM;
+	ropcie_lx_set_upcalls(&ropcie_cm_lx_upcalls);
+	return 0;
 }
 
-/* Every device is gone: no request is left but a timeout finishing. */
+/* Every device and link is gone: no request is left but a timeout finishing. */
 void ropcie_cm_exit(void)
 {
+	ropcie_lx_set_upcalls(NULL);
 	destroy_workqueue(ropcie_cm_wq);
 	WARN_ON(!xa_empty(&ropcie_creqs));
 }

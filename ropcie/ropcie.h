@@ -143,7 +143,7 @@ struct ropcie_inmsg {
 };
 
 /**
- * struct ropcie_qp_lx - a QP's connection over a link (link_transport.c)
+ * struct ropcie_qp_lx - a QP's connection over a link (link_requester.c)
  * @x: the link's transport, or NULL. Under ropcie_fabric_lock, with
  *	@gen, @conn, @peer_conn and @close_msg.
  * @gen: the link's generation the connection belongs to
@@ -303,7 +303,7 @@ enum ropcie_prof_stage {
 	ROPCIE_PROF_COMPLETE,	/* the CQ post, completion handler included */
 	ROPCIE_PROF_LANDED,	/* post_send entry to the data in place */
 	ROPCIE_PROF_TURNAROUND,	/* a WRITE starting to the target's next post */
-	/* Over a link, each on its own host's clock (link_transport.c): */
+	/* Over a link, each on its own host's clock (link_*.c): */
 	ROPCIE_PROF_LX_SEND,	/* transfer entry to the request in the ring */
 	ROPCIE_PROF_LX_WAIT,	/* request in the ring to its verdict taken */
 	ROPCIE_PROF_LX_WAKE,	/* verdict taken to the requester running */
@@ -502,7 +502,7 @@ struct ropcie_transport_ops {
 /* loopback.c */
 extern const struct ropcie_transport_ops ropcie_loopback_transport;
 
-/* link_transport.c: connections to the QPs of the host across a link */
+/* The link transport (link_transport.h): connections across a link */
 extern const struct ropcie_transport_ops ropcie_link_transport;
 extern struct rw_semaphore ropcie_lx_life;
 
@@ -522,6 +522,34 @@ struct ropcie_lx_tx {
 	void *data;
 };
 
+/* Why a connection over a link ends under its QP. */
+enum ropcie_conn_end {
+	ROPCIE_CONN_CLOSED,		/* the other host closed it */
+	ROPCIE_CONN_LOST,		/* the link went down */
+	ROPCIE_CONN_BAD_REQUEST,	/* a request of the other host's
+					 * broke the protocol
+					 */
+	ROPCIE_CONN_BAD_RESPONSE,	/* a response of its did */
+};
+
+/**
+ * struct ropcie_lx_upcalls - what the link transport tells the connection
+ *	manager above it (cm.c), which calls down into the transport
+ * @cm_msg: a CM message of the other host, decoded; any context but hard
+ *	IRQ, in generation @gen of @x
+ * @link_down: @x went down: refuse the connection requests over it
+ * @conn_end: a connection over @x ends under @qp (held), for @how;
+ *	any context
+ */
+struct ropcie_lx_upcalls {
+	void (*cm_msg)(struct ropcie_xport *x, u32 gen,
+		       const struct ropcie_wire_cm_msg *m);
+	void (*link_down)(struct ropcie_xport *x);
+	void (*conn_end)(struct ropcie_xport *x, struct ropcie_qp *qp,
+			 enum ropcie_conn_end how);
+};
+
+void ropcie_lx_set_upcalls(const struct ropcie_lx_upcalls *up);
 struct ropcie_xport *ropcie_lx_pick(u32 *gen);
 bool ropcie_lx_alive(const struct ropcie_xport *x, u32 gen);
 int ropcie_lx_conn_add(struct ropcie_xport *x, u32 gen, struct ropcie_qp *qp,
@@ -556,21 +584,5 @@ void ropcie_cm_close(struct ropcie_qp *qp);
 int ropcie_cm_init(void);
 void ropcie_cm_exit(void);
 void ropcie_cm_remove_device(struct ropcie_dev *dev);
-void ropcie_cm_link_msg(struct ropcie_xport *x, u32 gen,
-			const struct ropcie_wire_cm_msg *m);
-void ropcie_cm_link_down(struct ropcie_xport *x);
-
-/* Why a connection over a link ends under its QP (ropcie_cm_link_end()). */
-enum ropcie_conn_end {
-	ROPCIE_CONN_CLOSED,		/* the other host closed it */
-	ROPCIE_CONN_LOST,		/* the link went down */
-	ROPCIE_CONN_BAD_REQUEST,	/* a request of the other host's
-					 * broke the protocol
-					 */
-	ROPCIE_CONN_BAD_RESPONSE,	/* a response of its did */
-};
-
-void ropcie_cm_link_end(struct ropcie_xport *x, struct ropcie_qp *qp,
-			enum ropcie_conn_end how);
 
 #endif /* ROPCIE_H */

@@ -644,7 +644,7 @@ def inject_req(host, creq, conn, dst, dst_port):
         f.write(line + "\n")
 
 
-ANSWERS_MAX = 64                # link_transport.c: ROPCIE_LX_ANSWERS_MAX
+ANSWERS_MAX = 64                # link_control.c: ROPCIE_LX_ANSWERS_MAX
 FLOOD = 100
 
 
