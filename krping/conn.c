@@ -570,27 +570,17 @@ static void krping_port_event(struct ib_event_handler *handler,
 }
 
 /*
- * The provider failed the QP under the run: a hard error, so that the
- * flush that follows is not taken for a peer that closed cleanly between
- * iterations. QP_FATAL: the connection was lost (a link or its peer host
- * gone); QP_REQ_ERR: a request of the peer broke the transport's
- * protocol. Called in any context.
+ * The provider lost the QP's connection (a link or its peer host gone):
+ * a hard error, so that the flush that follows is not taken for a peer
+ * that closed cleanly between iterations. Called in any context.
  */
 static void krping_qp_event(struct ib_event *ev, void *context)
 {
 	struct krping_run *run = context;
 
-	switch (ev->event) {
-	case IB_EVENT_QP_FATAL:
+	if (ev->event == IB_EVENT_QP_FATAL) {
 		pr_debug("%s: QP fatal error\n", run_name(run));
 		krping_fail(run, -ECONNRESET);
-		break;
-	case IB_EVENT_QP_REQ_ERR:
-		pr_debug("%s: invalid request from the peer\n", run_name(run));
-		krping_fail(run, -EPROTO);
-		break;
-	default:
-		break;
 	}
 }
 

@@ -13,7 +13,8 @@
  * "not ok NAME: why"). With role=target on one host and role=initiator
  * on another, the remote access cases run with one end per host
  * (ropcie_test_remote.c). role=memcpy only measures the kernel's memcpy()
- * bandwidth, for make bench (ropcie_test_memcpy.c).
+ * bandwidth, for make bench (ropcie_test_memcpy.c); role=floor a cache
+ * line's round trip between two CPUs (ropcie_test_floor.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -53,7 +54,7 @@ MODULE_PARM_DESC(reset_wait_ms, "How long reset_behind_posted_writes keeps its Q
 
 static char role[16];
 module_param_string(role, role, sizeof(role), 0444);
-MODULE_PARM_DESC(role, "empty: every case on this host; target or initiator: one end of the remote access cases per host, addr being the target's; memcpy: measure memcpy() bandwidth only");
+MODULE_PARM_DESC(role, "empty: every case on this host; target or initiator: one end of the remote access cases per host, addr being the target's; memcpy: measure memcpy() bandwidth only; floor: measure a cache-line round trip between two CPUs only");
 
 static char results[4096];
 module_param_string(results, results, sizeof(results), 0444);
@@ -1747,6 +1748,10 @@ static int __init rt_init(void)
 	}
 	if (!strcmp(role, "memcpy")) {
 		rt_memcpy_bench();
+		return 0;
+	}
+	if (!strcmp(role, "floor")) {
+		rt_floor_bench();
 		return 0;
 	}
 	if (role[0])

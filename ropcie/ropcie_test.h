@@ -176,4 +176,7 @@ void rt_remote_initiator(const char *addr, int port);
 /* ropcie_test_memcpy.c: role=memcpy. */
 void rt_memcpy_bench(void);
 
+/* ropcie_test_floor.c: role=floor. */
+void rt_floor_bench(void);
+
 #endif /* ROPCIE_TEST_H */

@@ -17,6 +17,7 @@ instead where the test bed loaded it (lib/ropcie.py: REQUIRED).
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -416,6 +417,46 @@ def verbs_results(ropcie_env, request):
         name, _, why = rest.partition(":")
         lines[name.strip()] = (ok, why.strip())
     return lines
+
+
+def yardstick(role):
+    """ropcie_test.ko loaded with role (memcpy, floor): its result line."""
+    ko = ropcie.module_file("ROPCIE_TEST_KO")
+    sh("rmmod", "ropcie_test", check=False)
+    cp = subprocess.run(["insmod", ko, f"role={role}"], capture_output=True,
+                        text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    try:
+        with open("/sys/module/ropcie_test/parameters/results") as f:
+            return f.read().strip()
+    finally:
+        sh("rmmod", "ropcie_test", check=False)
+
+
+YARDSTICKS = {
+    "memcpy": r"ok memcpy: median (\d+) MB/s, runs (\d+) (\d+) (\d+) "
+              r"(\d+) (\d+)",
+    "floor": r"ok floor: median (\d+) ns per round trip, runs (\d+) (\d+) "
+             r"(\d+) (\d+) (\d+)",
+}
+
+
+@pytest.mark.parametrize("role", sorted(YARDSTICKS))
+def test_ropcie_bench_yardsticks(role):
+    """make bench's yardsticks, as scripts/bench/bench.py reads them:
+    role=memcpy reports the kernel's memcpy() bandwidth and role=floor a
+    cache line's round trip between two CPUs, each the median of five
+    runs, all of them positive; on one CPU, role=floor says it needs
+    two."""
+    line = yardstick(role)
+    if role == "floor" and os.cpu_count() < 2:
+        assert line == "not ok floor: needs two online CPUs", line
+        return
+    m = re.fullmatch(YARDSTICKS[role], line)
+    assert m, line
+    median, *runs = (int(v) for v in m.groups())
+    assert all(r > 0 for r in runs), line
+    assert median == sorted(runs)[2], line
 
 
 @pytest.mark.parametrize("case", VERBS_CASES)

@@ -36,6 +36,12 @@ does) next to krping over rxe, in the same table and JSON ("ropcie"):
                     target >= 0.5: a memcpy measured right before each
                     ropcie bw run, decided as the krping vs perftest
                     rows are (below)
+  wlat/fl           ropcie's wlat 64 B against the loopback floor (the
+                    rxe column holds it): half a round trip of one cache
+                    line between the VM's two vCPUs, two kthreads
+                    spinning on it (ropcie_test.ko role=floor), the
+                    least a WRITE-and-spin ping-pong can cost there;
+                    information, loopback only
 
 The rxe figures are the krping rows above (measured again if those rows
 were not in --tests). ropcie runs without poll by default (--ropcie-poll
@@ -289,6 +295,32 @@ def memcpy_mb_per_sec():
     words = line.replace(",", "").split()
     if not line.startswith("ok memcpy:") or "runs" not in words:
         raise RuntimeError(f"ropcie_test role=memcpy: {line!r}")
+    runs = [float(w) for w in words[words.index("runs") + 1:]]
+    return float(words[words.index("median") + 1]), runs
+
+
+def floor_ns():
+    """A cache line's round trip between the guest's first two CPUs (ns):
+    load ropcie_test.ko with role=floor and read its result line ("ok
+    floor: median N ns per round trip, runs A B C D E"). Returns
+    (median, runs), or (None, why) where the guest cannot measure it."""
+    if not ROPCIE_TEST_KO:
+        raise RuntimeError("no ROPCIE_TEST_KO (vm-run sets it)")
+    subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
+    cp = subprocess.run(["insmod", ROPCIE_TEST_KO, "role=floor"],
+                        capture_output=True, text=True)
+    if cp.returncode:
+        raise RuntimeError(f"insmod {ROPCIE_TEST_KO}: {cp.stderr.strip()}")
+    try:
+        with open("/sys/module/ropcie_test/parameters/results") as f:
+            line = f.read().strip()
+    finally:
+        subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
+    words = line.replace(",", "").split()
+    if line.startswith("not ok floor:"):
+        return None, line.split(":", 1)[1].strip()
+    if not line.startswith("ok floor:") or "runs" not in words:
+        raise RuntimeError(f"ropcie_test role=floor: {line!r}")
     runs = [float(w) for w in words[words.index("runs") + 1:]]
     return float(words[words.index("median") + 1]), runs
 
@@ -697,6 +729,25 @@ def main():
                      "ratio": rmin / xmin if rmin is not None and xmin
                      else None, "unit": "usec minimum", "target": "info",
                      "met": None})
+            if test == "wlat" and not args.remote:
+                # One WRITE seen by a spinner and one back is at least a
+                # cache line's round trip between the two vCPUs: wlat
+                # (half an iteration) against half of it.
+                fl, fl_runs = floor_ns()
+                half = fl / 2000 if fl is not None else None
+                row = {"size": size, "test": "wlat/fl", "iterations": iters,
+                       "ropcie": rv, "rxe": None, "floor": half,
+                       "ratio": rv / half if rv is not None and half
+                       else None, "unit": "usec median",
+                       "target": "info", "met": None}
+                if fl is None:
+                    row["floor_skipped"] = fl_runs
+                    log(f"floor not measured: {fl_runs}")
+                else:
+                    row["floor_runs"] = [x / 2000 for x in fl_runs]
+                    log(f"floor {half:.3f} us one way (round trips "
+                        f"{'/'.join(f'{x:.0f}' for x in fl_runs)} ns)")
+                ropcie["rows"].append(row)
             if test == "bw":
                 mv = statistics.median(mcs) if mcs else None
                 r2 = rv / mv if rv is not None and mv else None
@@ -758,7 +809,8 @@ def main():
                      f"{'unit':<12} target")
         for r in ropcie["rows"]:
             mark = {True: "ok", False: "MISSED", None: "-"}[r["met"]]
-            other = r["memcpy"] if r["test"] == "bw/mc" else r["rxe"]
+            other = {"bw/mc": r.get("memcpy"),
+                     "wlat/fl": r.get("floor")}.get(r["test"], r["rxe"])
             if r["test"] == "bw/mc" and r["met"] is None and \
                     r["ratio"] is not None:
                 mark = "undecided"
@@ -780,12 +832,22 @@ def main():
                 elif "memcpy_runs" in r:
                     lines.append(f"{r['size']:>8}  {r['test']:<8} memcpy "
                                  f"{runs(r['memcpy_runs'])}")
+                elif "floor_runs" in r:
+                    lines.append(f"{r['size']:>8}  {r['test']:<8} floor "
+                                 f"{runs(r['floor_runs'])}")
         lines.append(f"memcpy: {ropcie['memcpy_mb_per_sec']:.0f} MB/s "
                      f"single thread ({ropcie['memcpy_method']}); bw/mc "
                      f"rows: ropcie bw / memcpy, memcpy (the median of one "
                      f"measured before each bw run) in the rxe column, "
                      f"ok/MISSED/undecided as for the krping vs perftest "
                      f"rows")
+        if any(r["test"] == "wlat/fl" for r in ropcie["rows"]):
+            lines.append("wlat/fl: ropcie wlat / the loopback floor, half "
+                         "a cache line's round trip between the guest's "
+                         "two vCPUs (two kthreads spinning on it, "
+                         "ropcie_test.ko role=floor, median of 5 x 20000) "
+                         "in the rxe column: the least a WRITE-and-spin "
+                         "ping-pong can cost there")
         for host, text in ropcie.get("profile", {}).items():
             lines.append(f"ropcie profile of wlat 64 B x{args.profile_count}"
                          f" (median {fmt(ropcie['profile_wlat_usec'])} us), "
