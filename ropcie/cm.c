@@ -792,10 +792,10 @@ int ropcie_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len)
  *	host broke the protocol in this connection's messages
  *
  * If it was established, the QP fails (with IB_EVENT_QP_FATAL first
- * when the link is gone or a response broke the protocol,
- * IB_EVENT_QP_REQ_ERR when a request did) and its ULP gets DISCONNECT
- * and CLOSE; a connection still being made is answered by its request
- * (refused by the link's end, or by its timeout). For a broken protocol
+ * when the link is gone or the other host broke the protocol, as siw
+ * reports a malformed frame) and its ULP gets DISCONNECT and CLOSE; a
+ * connection still being made is answered by its request (refused by
+ * the link's end, or by its timeout). For a broken protocol
  * the other host gets this QP's CLOSE, so that its side ends too: the
  * link and every other connection over it go on. Idempotent.
  *
@@ -817,7 +817,7 @@ static void ropcie_cm_link_end(struct ropcie_xport *x, struct ropcie_qp *qp,
 	ropcie_lx_conn_del(x, qp->lx.conn, qp);
 	if (!qp->lx.peer_conn)
 		goto unlock;
-	if (msg && how != ROPCIE_CONN_CLOSED && how != ROPCIE_CONN_LOST) {
+	if (msg && how == ROPCIE_CONN_BROKEN) {
 		/* The queue owns the message, sent or not. */
 		ropcie_lx_close_queue(x, qp->lx.gen, msg, qp->lx.conn,
 				      qp->lx.peer_conn);
@@ -825,17 +825,10 @@ static void ropcie_cm_link_end(struct ropcie_xport *x, struct ropcie_qp *qp,
 	}
 	theirs = qp->cm_id;
 	qp->cm_id = NULL;
-	switch (how) {
-	case ROPCIE_CONN_CLOSED:
+	if (how == ROPCIE_CONN_CLOSED)
 		ropcie_qp_set_error(qp);
-		break;
-	case ROPCIE_CONN_BAD_REQUEST:
-		ropcie_qp_fail(qp, IB_EVENT_QP_REQ_ERR);
-		break;
-	default:
-		ropcie_qp_fail(qp, IB_EVENT_QP_FATAL);
-		break;
-	}
+	else
+		ropcie_qp_fatal(qp);
 	if (theirs) {
 		ropcie_cm_event(theirs, IW_CM_EVENT_DISCONNECT, 0, &qp->laddr,
 				&qp->raddr, NULL, 0, NULL);

@@ -120,8 +120,7 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 
 		ret = ropcie_lx_rx_peek(x, ring, rx->cons, &m, &payload, &why);
 		if (ret == -EBADMSG) {
-			ropcie_lx_rx_fault(x, gen, ring, m.dst_qpn, m.src_qpn,
-					   why);
+			ropcie_lx_rx_fault(x, gen, m.dst_qpn, m.src_qpn, why);
 			goto consumed;
 		}
 		if (ret < 0)
@@ -238,9 +237,11 @@ static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m)
  * consume one after the other, never both at once. The peer's bytes
  * are checked as the kthread checks them (ropcie_lx_rx_peek()).
  *
- * Nothing here fails the link or takes a lock the link's state machine
- * holds while it waits (link->lock, link->db_lock): what is broken is
- * left to the kthread, which fails the link for it.
+ * Nothing here fails the link or a connection, or takes a lock the
+ * link's state machine holds while it waits (link->lock,
+ * link->db_lock): what is broken is left to the kthread, which fails
+ * the link for a broken index and ends the connection a broken
+ * descriptor names.
  *
  * Context: softirq (the link's doorbell tasklet).
  * Return: true when the ring is empty now: the kthread has nothing to
@@ -272,7 +273,7 @@ static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at)
 
 		ret = ropcie_lx_rx_peek(x, rx->ring, rx->cons, &m, &payload,
 					&why);
-		/* Broken: the kthread reads it again and fails the link. */
+		/* Broken: the kthread reads it again and deals with it. */
 		if (ret <= 0) {
 			empty = !ret;
 			break;

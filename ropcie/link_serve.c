@@ -16,25 +16,22 @@
  * every other connection go on.
  */
 static void ropcie_lx_conn_fault(struct ropcie_xport *x, struct ropcie_qp *qp,
-				 enum ropcie_wire_ring ring, const char *why)
+				 const char *why)
 {
 	atomic64_inc(&x->stats.conn_faults);
 	dev_warn_ratelimited(x->link->hw->dev,
 			     "ropcie connection %u (QP %u) ends: %s\n",
 			     qp->lx.conn, qp->ibqp.qp_num, why);
-	ropcie_lx_up->conn_end(x, qp, ring == ROPCIE_WIRE_REQ ?
-			       ROPCIE_CONN_BAD_REQUEST :
-			       ROPCIE_CONN_BAD_RESPONSE);
+	ropcie_lx_up->conn_end(x, qp, ROPCIE_CONN_BROKEN);
 }
 
 /*
- * A descriptor of ring @ring that no correct peer writes (@why), naming
+ * A descriptor that no correct peer writes (@why), naming
  * connection @dst of ours and @src of the peer's, unchecked: the
  * connection ends if it is one in @gen, else the descriptor is dropped.
  * Either way it was consumed: the ring itself is intact.
  */
-void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen,
-			enum ropcie_wire_ring ring, u32 dst, u32 src,
+void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen, u32 dst, u32 src,
 			const char *why)
 {
 	struct ropcie_qp *qp = ropcie_lx_conn_qp(x, gen, dst, src);
@@ -46,7 +43,7 @@ void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen,
 				     why);
 		return;
 	}
-	ropcie_lx_conn_fault(x, qp, ring, why);
+	ropcie_lx_conn_fault(x, qp, why);
 	ropcie_qp_put(qp);
 }
 
@@ -100,8 +97,7 @@ void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 		/* Its requester hears why before the CLOSE. */
 		ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_ACK, m->src_qpn,
 				 m->dst_qpn, m->msn, IB_WC_REM_INV_REQ_ERR);
-		ropcie_lx_conn_fault(x, qp, ROPCIE_WIRE_REQ,
-				     "the peer broke a message's order");
+		ropcie_lx_conn_fault(x, qp, "the peer broke a message's order");
 		ropcie_qp_put(qp);
 		return;
 	}
@@ -207,7 +203,7 @@ void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 		barrier();	/* the copy, never the window, from here on */
 		/* Names no connection: its connect times out. */
 		if (ropcie_wire_cm_decode(&w, m->len, &cm))
-			ropcie_lx_rx_fault(x, gen, ROPCIE_WIRE_REQ, 0, 0,
+			ropcie_lx_rx_fault(x, gen, 0, 0,
 					   "the peer wrote a malformed CM message");
 		else
 			ropcie_lx_up->cm_msg(x, gen, &cm);

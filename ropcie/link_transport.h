@@ -238,8 +238,7 @@ void ropcie_lx_ctrl_work(struct work_struct *work);
 unsigned long ropcie_lx_request_timeout(void);
 
 /* link_serve.c */
-void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen,
-			enum ropcie_wire_ring ring, u32 dst, u32 src,
+void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen, u32 dst, u32 src,
 			const char *why);
 void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 		       const struct ropcie_wire_msg *m, void *payload,

@@ -77,24 +77,22 @@ void ropcie_qp_set_error(struct ropcie_qp *qp)
 }
 
 /**
- * ropcie_qp_fail() - the QP's connection failed under it
+ * ropcie_qp_fatal() - the QP's connection was lost or broken under it
  * @qp: the QP
- * @event: IB_EVENT_QP_FATAL when the connection was lost or the peer's
- *	response broke the protocol, IB_EVENT_QP_REQ_ERR when the peer's
- *	request did (the responder's "invalid request" error)
  *
- * Tells its ULP with @event before the flush, as hardware does, so that
+ * Tells its ULP with IB_EVENT_QP_FATAL before the flush, as hardware does
+ * when its link fails (and siw when a peer's frame is malformed), so that
  * the ULP can tell the failure from a peer that closed cleanly (which
  * flushes the same receives), then moves the QP to the error state.
  *
  * Context: any; the ULP's handler runs in it, as QP events from an
  * interrupt do.
  */
-void ropcie_qp_fail(struct ropcie_qp *qp, enum ib_event_type event)
+void ropcie_qp_fatal(struct ropcie_qp *qp)
 {
 	struct ib_event ev = {
 		.device = qp->ibqp.device,
-		.event = event,
+		.event = IB_EVENT_QP_FATAL,
 		.element.qp = &qp->ibqp,
 	};
 

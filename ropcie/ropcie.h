@@ -390,7 +390,7 @@ void ropcie_qp_get(struct ropcie_qp *qp);
 void ropcie_qp_put(struct ropcie_qp *qp);
 void ropcie_qp_kick(struct ropcie_qp *qp);
 void ropcie_qp_set_error(struct ropcie_qp *qp);
-void ropcie_qp_fail(struct ropcie_qp *qp, enum ib_event_type event);
+void ropcie_qp_fatal(struct ropcie_qp *qp);
 bool ropcie_qp_to_rts(struct ropcie_qp *qp);
 bool ropcie_qp_target_enter(struct ropcie_qp *qp);
 void ropcie_qp_target_leave(struct ropcie_qp *qp);
@@ -526,10 +526,9 @@ struct ropcie_lx_tx {
 enum ropcie_conn_end {
 	ROPCIE_CONN_CLOSED,		/* the other host closed it */
 	ROPCIE_CONN_LOST,		/* the link went down */
-	ROPCIE_CONN_BAD_REQUEST,	/* a request of the other host's
-					 * broke the protocol
+	ROPCIE_CONN_BROKEN,		/* the other host broke the
+					 * protocol in its messages
 					 */
-	ROPCIE_CONN_BAD_RESPONSE,	/* a response of its did */
 };
 
 /**

@@ -18,57 +18,74 @@
 #include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/sched.h>
-#include <linux/slab.h>
 #include <linux/sort.h>
 
 #include "ropcie_test.h"
 
 #define RT_FL_ROUNDS	20000
 #define RT_FL_REPS	5
-/* A side that waits this long for the other gives up (ns). */
+/* A side that waits this long for one move of the other gives up (ns). */
 #define RT_FL_PATIENCE	(10 * NSEC_PER_SEC)
 
 /*
  * The ball: round i is served by the pinger writing 2i + 1 and answered
  * by the ponger writing 2i + 2. Alone in its cache line, so that only
- * the two spinners move it.
+ * the two spinners move it. Static: the module runs one measurement at
+ * a time, and static storage keeps the alignment under any allocator
+ * debugging.
  */
-struct rt_floor {
+static struct rt_floor {
 	u32 ball ____cacheline_aligned;
 	int err ____cacheline_aligned;
 	u64 ns;
 	struct completion done[2];
-};
+} rt_floor_state;
 
-/* Spin until the ball reads @want; -ETIMEDOUT after RT_FL_PATIENCE. */
-static int rt_floor_wait(struct rt_floor *f, u32 want, u64 since)
+/*
+ * Spin until the ball reads @want. Return: 0, the other side's error
+ * once it gave up, or -ETIMEDOUT after RT_FL_PATIENCE without the ball
+ * moving there. The clock is read only once a wait is long, so that the
+ * spin measures the cache line and not the clock.
+ */
+static int rt_floor_wait(struct rt_floor *f, u32 want)
 {
 	unsigned int n = 0;
+	u64 since = 0;
 
 	while (READ_ONCE(f->ball) != want) {
 		cpu_relax();
-		if (!(++n & 0xfff) &&
-		    ktime_get_ns() - since > RT_FL_PATIENCE)
+		if (++n & 0xfff)
+			continue;
+		if (READ_ONCE(f->err))
+			return READ_ONCE(f->err);
+		if (!since)
+			since = ktime_get_ns();
+		else if (ktime_get_ns() - since > RT_FL_PATIENCE)
 			return -ETIMEDOUT;
 	}
 	return 0;
 }
 
+/*
+ * Both sides end with kthread_complete_and_exit(): once the waiter in
+ * rt_floor_once() returns, the module may go, and no code of it may run
+ * after the completion.
+ */
 static int rt_floor_ponger(void *arg)
 {
 	struct rt_floor *f = arg;
-	u64 t0 = ktime_get_ns();
 	u32 i;
+	int ret;
 
-	for (i = 0; i < RT_FL_ROUNDS && !READ_ONCE(f->err); i++) {
-		if (rt_floor_wait(f, 2 * i + 1, t0)) {
-			WRITE_ONCE(f->err, -ETIMEDOUT);
+	for (i = 0; i < RT_FL_ROUNDS; i++) {
+		ret = rt_floor_wait(f, 2 * i + 1);
+		if (ret) {
+			cmpxchg(&f->err, 0, ret);
 			break;
 		}
 		WRITE_ONCE(f->ball, 2 * i + 2);
 	}
-	complete(&f->done[1]);
-	return 0;
+	kthread_complete_and_exit(&f->done[1], 0);
 }
 
 static int rt_floor_pinger(void *arg)
@@ -76,23 +93,25 @@ static int rt_floor_pinger(void *arg)
 	struct rt_floor *f = arg;
 	u64 t0 = ktime_get_ns();
 	u32 i;
+	int ret;
 
-	for (i = 0; i < RT_FL_ROUNDS && !READ_ONCE(f->err); i++) {
+	for (i = 0; i < RT_FL_ROUNDS; i++) {
 		WRITE_ONCE(f->ball, 2 * i + 1);
-		if (rt_floor_wait(f, 2 * i + 2, t0)) {
-			WRITE_ONCE(f->err, -ETIMEDOUT);
+		ret = rt_floor_wait(f, 2 * i + 2);
+		if (ret) {
+			cmpxchg(&f->err, 0, ret);
 			break;
 		}
 	}
 	f->ns = ktime_get_ns() - t0;
-	complete(&f->done[0]);
-	return 0;
+	kthread_complete_and_exit(&f->done[0], 0);
 }
 
 /*
  * One run of RT_FL_ROUNDS round trips between CPUs @a and @b. Return:
- * ns per round trip, or a negative errno. Each kthread ends by itself
- * (the other side's patience bounds it) and signals its completion.
+ * the mean ns per round trip, or a negative errno. Each kthread ends by
+ * itself (the other side's error or its own patience bounds it) and
+ * signals its completion as it exits.
  */
 static s64 rt_floor_once(struct rt_floor *f, int a, int b)
 {
@@ -107,7 +126,7 @@ static s64 rt_floor_once(struct rt_floor *f, int a, int b)
 		return PTR_ERR(pong);
 	ping = kthread_create_on_cpu(rt_floor_pinger, f, a, "rt_ping/%u");
 	if (IS_ERR(ping)) {
-		/* The ponger gives up after its patience. */
+		/* The ponger sees the error at its first long wait. */
 		WRITE_ONCE(f->err, PTR_ERR(ping));
 		wake_up_process(pong);
 		wait_for_completion(&f->done[1]);
@@ -133,14 +152,15 @@ static int rt_floor_cmp(const void *a, const void *b)
  * rt_floor_bench() - measure a cache-line round trip between two CPUs
  *
  * One warm-up run, then RT_FL_REPS timed ones of RT_FL_ROUNDS round
- * trips each, between the first two online CPUs. The result line says
+ * trips each, between the first two online CPUs; each run gives its
+ * mean (interrupts and a preempted vCPU count in it). The result line says
  * "median N ns per round trip, runs A B C D E"; with fewer than two
  * CPUs it fails with -ENODEV and says so.
  */
 void rt_floor_bench(void)
 {
 	s64 runs[RT_FL_REPS], sorted[RT_FL_REPS], ret;
-	struct rt_floor *f;
+	struct rt_floor *f = &rt_floor_state;
 	char why[128];
 	int a, b, i;
 
@@ -148,11 +168,6 @@ void rt_floor_bench(void)
 	b = cpumask_next(a, cpu_online_mask);
 	if (b >= nr_cpu_ids) {
 		rt_result("floor", -ENODEV, "needs two online CPUs");
-		return;
-	}
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
-	if (!f) {
-		rt_result("floor", -ENOMEM, "no memory");
 		return;
 	}
 	ret = rt_floor_once(f, a, b);
@@ -164,7 +179,7 @@ void rt_floor_bench(void)
 		rt_result("floor", ret, ret == -ETIMEDOUT ?
 			  "a side waited 10 s for the other" :
 			  "a kthread could not start");
-		goto out;
+		return;
 	}
 	memcpy(sorted, runs, sizeof(runs));
 	sort(sorted, RT_FL_REPS, sizeof(sorted[0]), rt_floor_cmp, NULL);
@@ -173,6 +188,4 @@ void rt_floor_bench(void)
 		 sorted[RT_FL_REPS / 2], runs[0], runs[1], runs[2], runs[3],
 		 runs[4]);
 	rt_result("floor", 0, why);
-out:
-	kfree(f);
 }

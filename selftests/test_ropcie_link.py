@@ -467,7 +467,7 @@ def test_fault_in_one_connection_ends_only_it(hosts, scribbler, pool, name,
     ends = [s.wait_end(bound) for s in (cli_a, srv_a)]
     assert ends == ["failed", "failed"], \
         f"{cli_a.describe()} | {srv_a.describe()}"
-    # Both hear of the connection's end (the QP's event first there).
+    # Its QP failed there (IB_EVENT_QP_FATAL) and closed here.
     assert (srv_a.error, cli_a.error) == (-errno.ECONNRESET,) * 2, \
         f"{srv_a.describe()} | {cli_a.describe()}"
     # The second was still running when the first had ended.
