@@ -380,6 +380,29 @@ def inject(host, ring, hexdesc, payload=None):
         f.write(line + "\n")
 
 
+def ends_with_its_count(srv, cli, what):
+    """srv and cli, a ping of PING_COUNT iterations, were still running
+    when what happened; both then run to the end, every byte validated,
+    with exactly PING_COUNT iterations each."""
+    assert cli.stat("iterations") < PING_COUNT, \
+        f"ended before {what}: {cli.describe()}"
+    assert (srv.wait_end(), cli.wait_end()) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s in (srv, cli):
+        assert s.stat("iterations") == PING_COUNT, s.describe()
+
+
+def link_stayed_up(there, b0, t0, dropped, faults):
+    """The other host's link never went down since b0, t0, and its
+    transport counted dropped descriptors and faults ending a
+    connection."""
+    b, t = there.link(), transport(there)
+    assert b["downs"] == b0["downs"] and b["state"] == "up", b
+    assert b["protocol_errors"] == b0["protocol_errors"], b
+    assert t["rx_dropped"] == t0["rx_dropped"] + dropped, t
+    assert t["conn_faults"] == t0["conn_faults"] + faults, t
+
+
 @needs_connections
 @pytest.mark.parametrize("name,ring,hexdesc,payload,dropped", INJECTIONS,
                          ids=[i[0] for i in INJECTIONS])
@@ -406,17 +429,8 @@ def test_injected_descriptor_under_a_live_ping(hosts, scribbler, pool, name,
         n = cli.stat("iterations")
         krping.wait_for(lambda: cli.stat("iterations") > n + 2,
                         what="the ping going on")
-    # Consumed while the ping still ran.
-    assert cli.stat("iterations") < PING_COUNT, cli.describe()
-    assert (srv.wait_end(), cli.wait_end()) == ("done", "done"), \
-        f"{srv.describe()} | {cli.describe()}"
-    for s in (srv, cli):
-        assert s.stat("iterations") == PING_COUNT, s.describe()
-    b, t = there.link(), transport(there)
-    assert b["downs"] == b0["downs"] and b["state"] == "up", b
-    assert b["protocol_errors"] == b0["protocol_errors"], b
-    assert t["rx_dropped"] == t0["rx_dropped"] + dropped, t
-    assert t["conn_faults"] == t0["conn_faults"], t
+    ends_with_its_count(srv, cli, "the descriptor was consumed")
+    link_stayed_up(there, b0, t0, dropped=int(dropped), faults=0)
     assert not kernel_splats(there)[splats:]
 
 
@@ -470,17 +484,8 @@ def test_fault_in_one_connection_ends_only_it(hosts, scribbler, pool, name,
     # Its QP failed there (IB_EVENT_QP_FATAL) and closed here.
     assert (srv_a.error, cli_a.error) == (-errno.ECONNRESET,) * 2, \
         f"{srv_a.describe()} | {cli_a.describe()}"
-    # The second was still running when the first had ended.
-    assert cli_b.stat("iterations") < PING_COUNT, cli_b.describe()
-    assert (srv_b.wait_end(), cli_b.wait_end()) == ("done", "done"), \
-        f"{srv_b.describe()} | {cli_b.describe()}"
-    for s in (srv_b, cli_b):
-        assert s.stat("iterations") == PING_COUNT, s.describe()
-    b, t = there.link(), transport(there)
-    assert b["downs"] == b0["downs"] and b["state"] == "up", b
-    assert b["protocol_errors"] == b0["protocol_errors"], b
-    assert t["conn_faults"] == t0["conn_faults"] + 1, t
-    assert t["rx_dropped"] == t0["rx_dropped"], t
+    ends_with_its_count(srv_b, cli_b, "the first ping had ended")
+    link_stayed_up(there, b0, t0, dropped=0, faults=1)
     assert not kernel_splats(there)[splats:]
 
 

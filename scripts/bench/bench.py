@@ -276,53 +276,49 @@ def parse_perftest(text, test):
     return None
 
 
-def memcpy_mb_per_sec():
-    """The kernel's single-thread memcpy() bandwidth (MB/s, 2^20): load
-    ropcie_test.ko with role=memcpy and read its result line ("ok memcpy:
-    median N MB/s, runs A B C D E"). Returns (median, runs)."""
+def ropcie_test_result(role):
+    """Load ropcie_test.ko with role (memcpy, floor) and return its result
+    line, "ok ROLE: ..." or "not ok ROLE: why"."""
     if not ROPCIE_TEST_KO:
         raise RuntimeError("no ROPCIE_TEST_KO (vm-run sets it)")
     subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
-    cp = subprocess.run(["insmod", ROPCIE_TEST_KO, "role=memcpy"],
+    cp = subprocess.run(["insmod", ROPCIE_TEST_KO, f"role={role}"],
                         capture_output=True, text=True)
     if cp.returncode:
         raise RuntimeError(f"insmod {ROPCIE_TEST_KO}: {cp.stderr.strip()}")
     try:
         with open("/sys/module/ropcie_test/parameters/results") as f:
-            line = f.read().strip()
+            return f.read().strip()
     finally:
         subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
+
+
+def median_and_runs(line, role):
+    """(median, runs) of a result line "ok ROLE: median N UNIT, runs A B
+    C D E"."""
     words = line.replace(",", "").split()
-    if not line.startswith("ok memcpy:") or "runs" not in words:
-        raise RuntimeError(f"ropcie_test role=memcpy: {line!r}")
+    if not line.startswith(f"ok {role}:") or "runs" not in words:
+        raise RuntimeError(f"ropcie_test role={role}: {line!r}")
     runs = [float(w) for w in words[words.index("runs") + 1:]]
     return float(words[words.index("median") + 1]), runs
+
+
+def memcpy_mb_per_sec():
+    """The kernel's single-thread memcpy() bandwidth (MB/s, 2^20):
+    ropcie_test.ko role=memcpy ("ok memcpy: median N MB/s, runs A B C D
+    E"). Returns (median, runs)."""
+    return median_and_runs(ropcie_test_result("memcpy"), "memcpy")
 
 
 def floor_ns():
     """A cache line's round trip between the guest's first two CPUs (ns):
-    load ropcie_test.ko with role=floor and read its result line ("ok
-    floor: median N ns per round trip, runs A B C D E"). Returns
-    (median, runs), or (None, why) where the guest cannot measure it."""
-    if not ROPCIE_TEST_KO:
-        raise RuntimeError("no ROPCIE_TEST_KO (vm-run sets it)")
-    subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
-    cp = subprocess.run(["insmod", ROPCIE_TEST_KO, "role=floor"],
-                        capture_output=True, text=True)
-    if cp.returncode:
-        raise RuntimeError(f"insmod {ROPCIE_TEST_KO}: {cp.stderr.strip()}")
-    try:
-        with open("/sys/module/ropcie_test/parameters/results") as f:
-            line = f.read().strip()
-    finally:
-        subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
-    words = line.replace(",", "").split()
+    ropcie_test.ko role=floor ("ok floor: median N ns per round trip,
+    runs A B C D E"). Returns (median, runs), or (None, why) where the
+    guest cannot measure it."""
+    line = ropcie_test_result("floor")
     if line.startswith("not ok floor:"):
         return None, line.split(":", 1)[1].strip()
-    if not line.startswith("ok floor:") or "runs" not in words:
-        raise RuntimeError(f"ropcie_test role=floor: {line!r}")
-    runs = [float(w) for w in words[words.index("runs") + 1:]]
-    return float(words[words.index("median") + 1]), runs
+    return median_and_runs(line, "floor")
 
 
 def sh(*cmd, remote=None):
