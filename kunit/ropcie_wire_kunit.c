@@ -168,6 +168,8 @@ static const struct ropcie_wire_msg valid_msgs[] = {
 	  .offset = 126976 },
 	{ .type = ROPCIE_WIRE_RNR, .dst_qpn = 3, .src_qpn = 2, .msn = 7 },
 	{ .type = ROPCIE_WIRE_CLOSE, .dst_qpn = 3, .src_qpn = 2 },	/* 12 */
+	{ .type = ROPCIE_WIRE_STREAM, .flags = ROPCIE_WIRE_LAST, .len = 8,
+	  .msg_len = 126984, .offset = 126976 },			/* 13 */
 };
 
 static enum ropcie_wire_ring ring_of(const struct ropcie_wire_msg *m)
@@ -205,7 +207,7 @@ struct hostile_case {
 	static void spoil_##name(struct ropcie_wire_desc *d) { stmt; }
 
 SPOIL(type0, d->type = 0)
-SPOIL(type_gap, d->type = ROPCIE_WIRE_CM + 1)
+SPOIL(type_gap, d->type = ROPCIE_WIRE_STREAM + 1)
 SPOIL(type_ff, d->type = 0xff)
 SPOIL(none, (void)d)
 SPOIL(flag8, d->flags |= 0x08)
@@ -242,6 +244,8 @@ SPOIL(cm_split, d->msg_len = cpu_to_le64(1024);
 SPOIL(no_dst, d->dst_qpn = 0)
 SPOIL(no_src, d->src_qpn = 0)
 SPOIL(msn, d->msn = cpu_to_le32(1))
+SPOIL(src2, d->src_qpn = cpu_to_le32(2))
+SPOIL(stamp_short, d->len = cpu_to_le32(4); d->msg_len = cpu_to_le64(126980))
 
 static const struct hostile_case hostile[] = {
 	{ "type 0", 0, ROPCIE_WIRE_REQ, spoil_type0 },
@@ -288,6 +292,11 @@ static const struct hostile_case hostile[] = {
 	{ "CLOSE with a message number", 12, ROPCIE_WIRE_RSP, spoil_msn },
 	{ "CLOSE with a payload", 12, ROPCIE_WIRE_RSP, spoil_some_len },
 	{ "CLOSE with flags", 12, ROPCIE_WIRE_RSP, spoil_some_flags },
+	{ "STREAM in the response ring", 13, ROPCIE_WIRE_RSP, spoil_none },
+	{ "STREAM to a QP", 13, ROPCIE_WIRE_REQ, spoil_cm_qpn },
+	{ "STREAM from a QP", 13, ROPCIE_WIRE_REQ, spoil_src2 },
+	{ "STREAM fragment without its stamp", 13, ROPCIE_WIRE_REQ,
+	  spoil_stamp_short },
 };
 
 static void ropcie_wire_test_hostile(struct kunit *test)

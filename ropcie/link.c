@@ -438,6 +438,55 @@ static const struct file_operations ropcie_link_inject_fops = {
 	.llseek = noop_llseek,
 };
 
+/*
+ * debugfs: ropcie/link-<device>/stream. Writing BYTES streams that many
+ * bytes into the other host's request ring (ropcie_xport_stream(), the
+ * link's ceiling for make bench-pair) and returns when it consumed
+ * them; reading says "bytes B ns N" of the last stream that ended well.
+ */
+static ssize_t ropcie_link_stream_write(struct file *file,
+					const char __user *ubuf, size_t count,
+					loff_t *ppos)
+{
+	struct ropcie_link *link = file->private_data;
+	u64 bytes, ns;
+	int ret;
+
+	ret = kstrtou64_from_user(ubuf, count, 0, &bytes);
+	if (ret)
+		return ret;
+	ret = ropcie_xport_stream(link, bytes, &ns);
+	if (ret)
+		return ret;
+	mutex_lock(&link->lock);
+	link->stream_bytes = bytes;
+	link->stream_ns = ns;
+	mutex_unlock(&link->lock);
+	return count;
+}
+
+static ssize_t ropcie_link_stream_read(struct file *file, char __user *ubuf,
+				       size_t count, loff_t *ppos)
+{
+	struct ropcie_link *link = file->private_data;
+	char buf[64];
+	int n;
+
+	mutex_lock(&link->lock);
+	n = scnprintf(buf, sizeof(buf), "bytes %llu ns %llu\n",
+		      link->stream_bytes, link->stream_ns);
+	mutex_unlock(&link->lock);
+	return simple_read_from_buffer(ubuf, count, ppos, buf, n);
+}
+
+static const struct file_operations ropcie_link_stream_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = ropcie_link_stream_read,
+	.write = ropcie_link_stream_write,
+	.llseek = default_llseek,
+};
+
 /* debugfs link-<device>/connections: see ropcie_xport_conns_show(). */
 static int ropcie_link_conns_show(struct seq_file *m, void *unused)
 {
@@ -515,6 +564,8 @@ struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
 			    &ropcie_link_inject_fops);
 	debugfs_create_file("connections", 0400, link->debugfs, link,
 			    &ropcie_link_conns_fops);
+	debugfs_create_file("stream", 0600, link->debugfs, link,
+			    &ropcie_link_stream_fops);
 	queue_delayed_work(system_wq, &link->beat_work, 0);
 	return link;
 }

@@ -93,6 +93,8 @@ enum ropcie_link_state {
  * @xport: the transport over this link (link_transport.c)
  * @kobj: <hw->dev>/ropcie_link/ in sysfs; its release frees the link
  * @debugfs: ropcie/link-<device>/ in debugfs: the scribbler
+ * @stream_bytes: bytes of the last raw stream this host sent, under @lock
+ * @stream_ns: its time (ropcie_xport_stream())
  */
 struct ropcie_link {
 	struct ropcie_link_hw *hw;
@@ -113,6 +115,7 @@ struct ropcie_link {
 	struct ropcie_xport *xport;
 	struct kobject kobj;
 	struct dentry *debugfs;
+	u64 stream_bytes, stream_ns;
 };
 
 extern unsigned int ropcie_link_timeout_ms;
@@ -131,6 +134,9 @@ void ropcie_xport_down(struct ropcie_link *link);
 void ropcie_xport_doorbell(struct ropcie_link *link, bool rang);
 int ropcie_xport_show(struct ropcie_link *link, char *buf);
 void ropcie_xport_conns_show(struct ropcie_link *link, struct seq_file *m);
+/* The largest raw stream (link_stream.c): 1 GiB. */
+#define ROPCIE_STREAM_MAX	(1ULL << 30)
+int ropcie_xport_stream(struct ropcie_link *link, u64 bytes, u64 *ns);
 int ropcie_xport_inject(struct ropcie_link *link, int ring, const void *desc,
 			const void *payload, size_t len);
 

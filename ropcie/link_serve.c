@@ -219,6 +219,9 @@ void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 	case ROPCIE_WIRE_READ:
 		ropcie_lx_rx_read(x, gen, m);
 		break;
+	case ROPCIE_WIRE_STREAM:
+		ropcie_lx_rx_stream(x, m, payload);
+		break;
 	default:
 		ropcie_lx_rx_data(x, gen, m, payload, NULL);
 		break;

@@ -177,14 +177,16 @@ int ropcie_xport_show(struct ropcie_link *link, char *buf)
 	xa_for_each(&x->conns, id, qp)
 		n++;
 	return sysfs_emit(buf,
-			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld rx_dropped %lld conn_faults %lld\n",
+			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld rx_dropped %lld conn_faults %lld stream_rx %lld stream_bad %lld\n",
 			  READ_ONCE(x->gen), n, atomic64_read(&x->stats.tx),
 			  atomic64_read(&x->stats.rx),
 			  atomic64_read(&x->stats.db),
 			  atomic64_read(&x->stats.irq), READ_ONCE(x->answers),
 			  atomic64_read(&x->stats.answers_dropped),
 			  atomic64_read(&x->stats.rx_dropped),
-			  atomic64_read(&x->stats.conn_faults));
+			  atomic64_read(&x->stats.conn_faults),
+			  atomic64_read(&x->stats.stream_rx),
+			  atomic64_read(&x->stats.stream_bad));
 }
 
 /**
@@ -223,6 +225,12 @@ int ropcie_xport_create(struct ropcie_link *link)
 	if (!x)
 		return -ENOMEM;
 	x->link = link;
+	x->stream_sink = kvmalloc(link->gin.slot_size, GFP_KERNEL);
+	if (!x->stream_sink) {
+		kfree(x);
+		return -ENOMEM;
+	}
+	mutex_init(&x->stream_lock);
 	spin_lock_init(&x->lock);
 	init_waitqueue_head(&x->tx_wq);
 	xa_init_flags(&x->conns, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
@@ -242,6 +250,7 @@ int ropcie_xport_create(struct ropcie_link *link)
 
 			while (r--)
 				kthread_stop(x->rx[r].task);
+			kvfree(x->stream_sink);
 			kfree(x);
 			return ret;
 		}
@@ -283,5 +292,6 @@ void ropcie_xport_destroy(struct ropcie_link *link)
 	WARN_ON(!xa_empty(&x->conns));
 	xa_destroy(&x->conns);
 	link->xport = NULL;
+	kvfree(x->stream_sink);
 	kfree(x);
 }

@@ -13,6 +13,7 @@
  *                     response handed to its requester, a fault
  *   link_requester.c  a QP's requests and their verdicts
  *   link_control.c    connection ids and control messages
+ *   link_stream.c     the raw stream: the link's ceiling, no verbs
  *
  * Each host produces into the peer's inbound window and consumes its
  * own. Requests (SEND, WRITE and READ fragments, connection management,
@@ -43,6 +44,7 @@
 #ifndef ROPCIE_LINK_TRANSPORT_H
 #define ROPCIE_LINK_TRANSPORT_H
 
+#include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -115,11 +117,17 @@ struct ropcie_lx_rx {
  *	ROPCIE_LX_ANSWERS_MAX), under @lock
  * @ctrl_work: sends them, and the RECV_POSTED notices
  * @dead: the link is going away: no more up
+ * @stream_lock: held by the raw stream this host sends (link_stream.c)
+ * @stream_sink: a slot's worth of memory the peer's raw stream is
+ *	copied into
+ * @stream_next: the offset of the peer's raw stream expected next, owned
+ *	by the request consumer
  * @stats: descriptors produced and consumed, doorbells rung, of the
  *	consumed the WRITEs served in the doorbell's tasklet, the answers
  *	dropped for want of room in @ctrl, and the peer's faults in a
  *	descriptor: dropped (it named no connection) or ending the
- *	connection it named (ropcie_lx_rx_fault())
+ *	connection it named (ropcie_lx_rx_fault()), and the bytes of the
+ *	peer's raw stream received in order or its fragments refused
  */
 struct ropcie_xport {
 	struct ropcie_link *link;
@@ -139,9 +147,13 @@ struct ropcie_xport {
 	unsigned int answers;
 	struct work_struct ctrl_work;
 	bool dead;
+	struct mutex stream_lock;	/* one raw stream at a time */
+	void *stream_sink;
+	u64 stream_next;
 	struct {
 		atomic64_t tx, rx, db, irq, answers_dropped;
 		atomic64_t rx_dropped, conn_faults;
+		atomic64_t stream_rx, stream_bad;
 	} stats;
 };
 
@@ -247,6 +259,10 @@ void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 			  const struct ropcie_wire_msg *m, void *payload);
 void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 			   const struct ropcie_wire_msg *m, void *payload);
+
+/* link_stream.c */
+void ropcie_lx_rx_stream(struct ropcie_xport *x,
+			 const struct ropcie_wire_msg *m, void *payload);
 
 /* link_consume.c */
 void ropcie_lx_rx_kick(struct ropcie_lx_rx *rx);

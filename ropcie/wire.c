@@ -143,6 +143,7 @@ static int ropcie_wire_type_ring(u8 type)
 	case ROPCIE_WIRE_READ:
 	case ROPCIE_WIRE_RECV_POSTED:
 	case ROPCIE_WIRE_CM:
+	case ROPCIE_WIRE_STREAM:
 		return ROPCIE_WIRE_REQ;
 	case ROPCIE_WIRE_ACK:
 	case ROPCIE_WIRE_READ_DATA:
@@ -231,6 +232,12 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 		/* Connection management fits one slot. */
 		if (m->type == ROPCIE_WIRE_CM &&
 		    (m->dst_qpn || m->msg_len != m->len))
+			goto bad;
+		break;
+	case ROPCIE_WIRE_STREAM:
+		/* Names no connection; each fragment holds its stamp. */
+		if (!ropcie_wire_fragment_ok(m, g) || m->dst_qpn ||
+		    m->src_qpn || m->len < sizeof(__le64))
 			goto bad;
 		break;
 	case ROPCIE_WIRE_READ:

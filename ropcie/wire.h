@@ -62,6 +62,13 @@ enum ropcie_wire_type {
 	ROPCIE_WIRE_READ,	/* no payload; rkey, raddr, msg_len */
 	ROPCIE_WIRE_RECV_POSTED, /* dst_qpn has a receive for a waiting SEND */
 	ROPCIE_WIRE_CM,		/* payload: connection management, cm.c's */
+	/*
+	 * payload: a fragment of the raw stream (offset, msg_len), its
+	 * first 8 bytes its offset (le64); no connection (both qpns 0), no
+	 * answer. The link's ceiling without verbs (link_stream.c); a
+	 * peer that does not know it drops it (rx_dropped).
+	 */
+	ROPCIE_WIRE_STREAM,
 	/* In the response ring: */
 	ROPCIE_WIRE_ACK = 16,	/* the verdict on message msn: status */
 	ROPCIE_WIRE_READ_DATA,	/* payload: a fragment of READ msn's data */

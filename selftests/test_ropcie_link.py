@@ -489,6 +489,96 @@ def test_fault_in_one_connection_ends_only_it(hosts, scribbler, pool, name,
     assert not kernel_splats(there)[splats:]
 
 
+STREAM = 7                      # wire.h: ROPCIE_WIRE_STREAM
+
+
+def stream_path(host):
+    return f"/sys/kernel/debug/ropcie/link-{pci_name(host)}/stream"
+
+
+def stream(host, nbytes):
+    """Stream nbytes over the link; return what the stream file says of
+    it afterwards: {"bytes": B, "ns": N}."""
+    with open(stream_path(host), "w") as f:
+        f.write(f"{nbytes}\n")
+    with open(stream_path(host)) as f:
+        words = f.read().split()
+    return {k: int(v) for k, v in zip(words[::2], words[1::2])}
+
+
+@pytest.mark.parametrize("slots,tail", [(3, 8), (97, 0)],
+                         ids=["short-tail", "ring-thrice"])
+def test_raw_stream_lands_in_order(hosts, scribbler, slots, tail):
+    """The raw stream (make bench-pair's ceiling of the link): this host
+    copies slots of bytes into the other host's request ring, the other
+    copies them out. It counts exactly the bytes sent as received in
+    order, each fragment with the offset stamped into it (a short last
+    fragment; a stream three times the ring's length), none refused, and
+    the link stays up."""
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    b0, t0 = there.link(), transport(there)
+    nbytes = slots * here.link()["slot_size"] + tail
+    got = stream(here, nbytes)
+    assert got["bytes"] == nbytes and got["ns"] > 0, got
+    t = transport(there)
+    assert t["stream_rx"] == t0["stream_rx"] + nbytes, t
+    assert t["stream_bad"] == t0["stream_bad"], t
+    link_stayed_up(there, b0, t0, dropped=0, faults=0)
+
+
+@pytest.mark.parametrize("line,err", [
+    ("0", errno.EINVAL), ("12", errno.EINVAL), ("-8", errno.EINVAL),
+    ("lots", errno.EINVAL), (str((1 << 30) + 8), errno.ERANGE)],
+    ids=["zero", "unaligned", "negative", "word", "over-1-GiB"])
+def test_raw_stream_refuses_bad_sizes(hosts, scribbler, line, err):
+    """A size of 0, not a multiple of 8, negative, not a number or above
+    1 GiB: refused with its errno before anything is produced."""
+    here, there = hosts
+    t0 = transport(there)
+    with pytest.raises(OSError) as e:
+        with open(stream_path(here), "w") as f:
+            f.write(line + "\n")
+    assert e.value.errno == err, e.value
+    assert transport(there)["stream_rx"] == t0["stream_rx"]
+
+
+# (name, descriptor, payload, stream_bad, rx_dropped) of STREAM
+# fragments a hostile peer writes: one with a wrong stamp or out of
+# order is refused and counted, one naming a connection is malformed.
+HOSTILE_STREAMS = [
+    ("stamp", desc(STREAM, FIRST | LAST, 8, msg_len=8), "01" + "00" * 7,
+     1, 0),
+    ("order", desc(STREAM, LAST, 8, msg_len=16, offset=8),
+     (8).to_bytes(8, "little").hex(), 1, 0),
+    ("connection", desc(STREAM, FIRST | LAST, 8, NOBODY, NOBODY_PEER,
+                        msg_len=8), "00" * 8, 0, 1),
+]
+
+
+@pytest.mark.parametrize("name,hexdesc,payload,bad,dropped", HOSTILE_STREAMS,
+                         ids=[h[0] for h in HOSTILE_STREAMS])
+def test_hostile_stream_fragment_is_counted(hosts, scribbler, name, hexdesc,
+                                            payload, bad, dropped):
+    """A STREAM fragment no correct peer writes: the other host refuses
+    it (stream_bad) or drops it as malformed (rx_dropped), receives none
+    of its bytes, and the link stays up; a real stream after it lands
+    whole."""
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    b0, t0 = there.link(), transport(there)
+    inject(here, "req", hexdesc, payload)
+    krping.wait_for(lambda: transport(there)["rx"] > t0["rx"],
+                    what="the fragment consumed there")
+    t = transport(there)
+    assert t["stream_bad"] == t0["stream_bad"] + bad, t
+    assert t["stream_rx"] == t0["stream_rx"], t
+    link_stayed_up(there, b0, t0, dropped=dropped, faults=0)
+    nbytes = 2 * here.link()["slot_size"]
+    assert stream(here, nbytes)["bytes"] == nbytes
+    assert transport(there)["stream_rx"] == t0["stream_rx"] + nbytes
+
+
 # The response ring's consumer index in the header this host writes in
 # the other host's window (struct ropcie_wire_hdr: cons[1] at 52), and
 # 0xfffffff0: 16 slots ahead of a producer at 0, so out of the ring
