@@ -3,8 +3,9 @@
  * ropcie link transport: what a consumer does with each descriptor it
  * took: serve a request of the peer as the responder of the QP it names
  * (responder.c decides everything about the target's memory, as on
- * loopback), hand a response to the requester waiting for it, and end
- * at most the connection a broken descriptor names.
+ * loopback; a READ is queued for the read kthread, link_read.c), hand a
+ * response to the requester waiting for it, and end at most the
+ * connection a broken descriptor names.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -15,8 +16,8 @@
  * connection ends (its QP fails, the peer gets a CLOSE), the link and
  * every other connection go on.
  */
-static void ropcie_lx_conn_fault(struct ropcie_xport *x, struct ropcie_qp *qp,
-				 const char *why)
+void ropcie_lx_conn_fault(struct ropcie_xport *x, struct ropcie_qp *qp,
+			  const char *why)
 {
 	atomic64_inc(&x->stats.conn_faults);
 	dev_warn_ratelimited(x->link->hw->dev,
@@ -123,71 +124,6 @@ void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 	ropcie_qp_put(qp);
 }
 
-/* A READ of the peer: our MR's bytes back in fragments of READ_DATA. */
-static void ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
-			      const struct ropcie_wire_msg *m)
-{
-	struct ropcie_req req = {
-		.op = ROPCIE_OP_READ,
-		.rkey = m->rkey,
-		.remote_addr = m->raddr,
-		.len = m->msg_len,
-	};
-	u64 slot = x->link->gout.slot_size, off = 0;
-	enum ib_wc_status st = IB_WC_SUCCESS;
-	struct ropcie_inmsg in = {};
-	struct ropcie_qp *qp;
-
-	qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
-	if (!qp) {
-		ropcie_lx_answer(x, gen, NULL, ROPCIE_WIRE_ACK, m->src_qpn,
-				 m->dst_qpn, m->msn, IB_WC_WR_FLUSH_ERR);
-		return;
-	}
-	if (!req.len) {
-		struct ropcie_segs none = {};
-
-		ropcie_respond_frag(qp, &req, &in, 0, &none, true, true, &st);
-		ropcie_lx_answer(x, gen, NULL, ROPCIE_WIRE_ACK, m->src_qpn,
-				 m->dst_qpn, m->msn, st);
-		goto out;
-	}
-	while (off < req.len) {
-		u64 flen = min(slot, req.len - off);
-		struct ropcie_wire_msg r = {
-			.type = ROPCIE_WIRE_READ_DATA,
-			.dst_qpn = m->src_qpn,
-			.src_qpn = m->dst_qpn,
-			.msn = m->msn,
-			.len = flen,
-			.offset = off,
-			.msg_len = req.len,
-		};
-		bool last = off + flen == req.len;
-		struct ropcie_segs data = { .n = 1, .total = flen };
-		struct ropcie_lx_tx tx;
-
-		if (ropcie_lx_tx_begin(x, ROPCIE_WIRE_RSP, gen, &tx))
-			break;
-		data.seg[0].addr = (uintptr_t)tx.data;
-		data.seg[0].len = flen;
-		ropcie_respond_frag(qp, &req, &in, off, &data, last, true, &st);
-		if (st != IB_WC_SUCCESS) {
-			ropcie_lx_tx_abort(&tx);
-			ropcie_lx_answer(x, gen, NULL, ROPCIE_WIRE_ACK, m->src_qpn,
-					 m->dst_qpn, m->msn, st);
-			break;
-		}
-		r.flags = (off ? 0 : ROPCIE_WIRE_FIRST) |
-			  (last ? ROPCIE_WIRE_LAST : 0);
-		if (ropcie_lx_tx_commit(&tx, &r))
-			break;
-		off += flen;
-	}
-out:
-	ropcie_qp_put(qp);
-}
-
 /* One descriptor of the request ring. */
 void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 			  const struct ropcie_wire_msg *m, void *payload)
@@ -217,7 +153,17 @@ void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 		}
 		break;
 	case ROPCIE_WIRE_READ:
-		ropcie_lx_rx_read(x, gen, m);
+		qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
+		if (!qp) {
+			ropcie_lx_answer(x, gen, NULL, ROPCIE_WIRE_ACK,
+					 m->src_qpn, m->dst_qpn, m->msn,
+					 IB_WC_WR_FLUSH_ERR);
+			break;
+		}
+		if (ropcie_lx_rx_read(x, gen, m, qp))
+			ropcie_lx_conn_fault(x, qp,
+					     "the peer asked for a READ while its last one was answered");
+		ropcie_qp_put(qp);
 		break;
 	case ROPCIE_WIRE_STREAM:
 		ropcie_lx_rx_stream(x, m, payload);

@@ -231,6 +231,9 @@ int ropcie_xport_create(struct ropcie_link *link)
 		return -ENOMEM;
 	}
 	mutex_init(&x->stream_lock);
+	spin_lock_init(&x->read_lock);
+	INIT_LIST_HEAD(&x->reads);
+	init_waitqueue_head(&x->read_wq);
 	spin_lock_init(&x->lock);
 	init_waitqueue_head(&x->tx_wq);
 	xa_init_flags(&x->conns, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
@@ -242,6 +245,11 @@ int ropcie_xport_create(struct ropcie_link *link)
 		x->rx[r].broken = U32_MAX;	/* none yet: generations start at 0 */
 		init_waitqueue_head(&x->rx[r].wq);
 	}
+	x->read_task = kthread_run(ropcie_lx_read_thread, x, "ropcie-link-rd");
+	if (IS_ERR(x->read_task)) {
+		r = PTR_ERR(x->read_task);
+		goto fail;
+	}
 	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++) {
 		x->rx[r].task = kthread_run(ropcie_lx_rx_thread, &x->rx[r],
 					    "ropcie-link-%s", r ? "rsp" : "req");
@@ -250,9 +258,9 @@ int ropcie_xport_create(struct ropcie_link *link)
 
 			while (r--)
 				kthread_stop(x->rx[r].task);
-			kvfree(x->stream_sink);
-			kfree(x);
-			return ret;
+			kthread_stop(x->read_task);
+			r = ret;
+			goto fail;
 		}
 	}
 	link->xport = x;
@@ -260,15 +268,20 @@ int ropcie_xport_create(struct ropcie_link *link)
 	list_add_tail(&x->list, &ropcie_xports);
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	return 0;
+fail:
+	kvfree(x->stream_sink);
+	kfree(x);
+	return r;
 }
 
 /**
  * ropcie_xport_destroy() - end the transport of a link that goes away
  * @link: the link; its state machine has stopped
  *
- * Ends every connection (as ropcie_xport_down()), stops the consumers,
- * waits for every requester, connect and accept that still uses the
- * transport (each was woken and ends within a beat) and frees it.
+ * Ends every connection (as ropcie_xport_down()), stops the consumers
+ * and the read kthread, waits for every requester, connect and accept
+ * that still uses the transport (each was woken and ends within a beat)
+ * and frees it.
  */
 void ropcie_xport_destroy(struct ropcie_link *link)
 {
@@ -284,6 +297,9 @@ void ropcie_xport_destroy(struct ropcie_link *link)
 	ropcie_xport_end_gen(x, true);
 	for (r = 0; r < ROPCIE_WIRE_NR_RINGS; r++)
 		kthread_stop(x->rx[r].task);
+	/* Its wait for room ends: the generation ended. */
+	kthread_stop(x->read_task);
+	ropcie_lx_read_drop(x);
 	cancel_work_sync(&x->ctrl_work);
 	/* The users of the transport saw it down and leave. */
 	down_write(&ropcie_lx_life);

@@ -11,6 +11,7 @@
  *                     doorbell's tasklet
  *   link_serve.c      each consumed descriptor: a request served, a
  *                     response handed to its requester, a fault
+ *   link_read.c       the peer's READs, answered by the read kthread
  *   link_requester.c  a QP's requests and their verdicts
  *   link_control.c    connection ids and control messages
  *   link_stream.c     the raw stream: the link's ceiling, no verbs
@@ -21,10 +22,13 @@
  * in the response ring. Two kthreads per link consume: one the requests,
  * as the responder of the QPs they name (responder.c decides everything
  * about the target's memory, here as on loopback), one the responses,
- * which it hands to the waiting requester. The response consumer never
- * waits for anything, and the request consumer waits only for room in
- * the peer's response ring, so the two hosts cannot wait on each other
- * in a circle.
+ * which it hands to the waiting requester. A READ's data is produced by
+ * a third, the read kthread, a fragment at a time and round-robin over
+ * the connections, so that the request consumer never waits for a
+ * READ's transfer. The response consumer never waits for anything, and
+ * the request consumer and the read kthread wait only for room in the
+ * peer's response ring, so the two hosts cannot wait on each other in a
+ * circle.
  *
  * A requester (a QP's worker) writes the fragments of a SEND or WRITE
  * into the peer's request ring, a slot each, and waits for the verdict;
@@ -117,6 +121,11 @@ struct ropcie_lx_rx {
  *	ROPCIE_LX_ANSWERS_MAX), under @lock
  * @ctrl_work: sends them, and the RECV_POSTED notices
  * @dead: the link is going away: no more up
+ * @read_lock: @reads, against the request consumer that adds to it
+ * @reads: the peer's READs being answered (link_read.c), at most one
+ *	per connection
+ * @read_wq: where the read kthread waits for one
+ * @read_task: the read kthread
  * @stream_lock: held by the raw stream this host sends (link_stream.c)
  * @stream_sink: a slot's worth of memory the peer's raw stream is
  *	copied into
@@ -147,6 +156,10 @@ struct ropcie_xport {
 	unsigned int answers;
 	struct work_struct ctrl_work;
 	bool dead;
+	spinlock_t read_lock;		/* reads */
+	struct list_head reads;
+	wait_queue_head_t read_wq;
+	struct task_struct *read_task;
 	struct mutex stream_lock;	/* one raw stream at a time */
 	void *stream_sink;
 	u64 stream_next;
@@ -252,6 +265,8 @@ unsigned long ropcie_lx_request_timeout(void);
 /* link_serve.c */
 void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen, u32 dst, u32 src,
 			const char *why);
+void ropcie_lx_conn_fault(struct ropcie_xport *x, struct ropcie_qp *qp,
+			  const char *why);
 void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 		       const struct ropcie_wire_msg *m, void *payload,
 		       struct ropcie_lx_tx **rsp);
@@ -259,6 +274,12 @@ void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 			  const struct ropcie_wire_msg *m, void *payload);
 void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 			   const struct ropcie_wire_msg *m, void *payload);
+
+/* link_read.c */
+int ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
+		      const struct ropcie_wire_msg *m, struct ropcie_qp *qp);
+int ropcie_lx_read_thread(void *arg);
+void ropcie_lx_read_drop(struct ropcie_xport *x);
 
 /* link_stream.c */
 void ropcie_lx_rx_stream(struct ropcie_xport *x,

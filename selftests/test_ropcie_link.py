@@ -489,6 +489,58 @@ def test_fault_in_one_connection_ends_only_it(hosts, scribbler, pool, name,
     assert not kernel_splats(there)[splats:]
 
 
+READ = 4                        # wire.h: ROPCIE_WIRE_READ
+READ_SIZE = 1 << 20
+OVERLAP_TRIES = 20
+
+
+@needs_connections
+def test_second_read_of_a_connection_ends_it(hosts, scribbler, pool):
+    """A requester of the link protocol asks for one READ at a time on a
+    connection, so the other host queues at most one per connection for
+    its read kthread (link_read.c). Here, an endless stream of 1 MiB
+    READs (krping rlat, the READs answered there) and a validated ping;
+    a READ injected in the stream's connection while one of its READs is
+    queued there ends that connection alone: the stream fails with
+    -ECONNRESET on both hosts, the ping runs to its count, the link
+    stays up. An injection that finds no READ queued is answered as a
+    READ of no memory (its answer names no request here and is dropped),
+    so the test injects again until one overlaps (each READ of the
+    stream is queued most of the time)."""
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    b0, t0 = there.link(), transport(there)
+    splats = len(kernel_splats(there))
+    assert not connections(here), connections(here)
+    srv_a, cli_a = pool.pair(count=0, size=READ_SIZE, test="rlat")
+    krping.start_running(srv_a, cli_a)
+    [(mine, theirs, _)] = connections(here)
+    srv_b, cli_b = pool.pair(count=PING_COUNT, size=4096, validate=1)
+    krping.start_running(srv_b, cli_b)
+    for tries in range(1, OVERLAP_TRIES + 1):
+        inject(here, "req", desc(READ, FIRST | LAST, 0, theirs, mine,
+                                 0xdead, READ_SIZE))
+        deadline = time.monotonic() + 0.5 * bed.SCALE
+        while time.monotonic() < deadline and \
+                transport(there)["conn_faults"] == t0["conn_faults"]:
+            time.sleep(0.05)
+        if transport(there)["conn_faults"] > t0["conn_faults"]:
+            break
+    else:
+        pytest.fail(f"{OVERLAP_TRIES} READs injected, none ended the "
+                    f"connection: {transport(there)}")
+    bound = 2 * BEAT_S + SLACK_S + 10.0 * bed.SCALE
+    ends = [s.wait_end(bound) for s in (cli_a, srv_a)]
+    assert ends == ["failed", "failed"], \
+        f"{cli_a.describe()} | {srv_a.describe()}"
+    assert (srv_a.error, cli_a.error) == (-errno.ECONNRESET,) * 2, \
+        f"{srv_a.describe()} | {cli_a.describe()}"
+    ends_with_its_count(srv_b, cli_b, "the READ stream had ended")
+    link_stayed_up(there, b0, t0, dropped=0, faults=1)
+    assert not kernel_splats(there)[splats:]
+    print(f"# the READ injected {tries} time(s)")
+
+
 STREAM = 7                      # wire.h: ROPCIE_WIRE_STREAM
 
 

@@ -94,6 +94,7 @@ import math
 import os
 import random
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -352,6 +353,51 @@ def stream_mb_per_sec(nbytes=STREAM_BYTES):
     return nbytes / (1 << 20) / (got["ns"] / 1e9)
 
 
+def link_rx():
+    """Descriptors this host's ropcie link consumed so far (the
+    transport file of its ivshmem device)."""
+    import glob
+    [path] = glob.glob("/sys/bus/pci/devices/*/ropcie_link/transport")
+    with open(path) as f:
+        words = f.read().split()
+    return int(words[words.index("rx") + 1])
+
+
+class ReadStream:
+    """Another pair over the link streaming READs of READ_SIZE (krping
+    rlat, endless) while the body runs; stopped with SIGINT after it.
+    Entered once the stream's READ data flows (this host's link consumed
+    READ_STREAM_FLOWING descriptors more within a second)."""
+    READ_SIZE = 1 << 20
+
+    def __init__(self, b, args):
+        self.b, self.args = b, args
+
+    def __enter__(self):
+        a = self.args
+        cmd = [sys.executable, KRPING, "pair", "--addr", a.ropcie_addr,
+               "--port", str(self.b.next_port()), "--test", "rlat",
+               "--size", str(self.READ_SIZE), "--count", "0", "--remote",
+               a.remote, "--timeout", str(a.cmd_timeout)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while True:
+            n0 = link_rx()
+            time.sleep(1)
+            if link_rx() - n0 >= 50:
+                return self
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__(None, None, None)
+                raise RuntimeError(f"no READ stream: {self.err[-300:]}")
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        self.err = self.proc.communicate(timeout=120)[1]
+        return False
+
+
 def sh(*cmd, remote=None):
     """Run cmd here, or on remote through ssh; raise with its stderr."""
     if remote:
@@ -501,6 +547,29 @@ def bootstrap(kruns, pruns, target, seed, n=2000):
     return meets / n, ratios[n // 20], ratios[n - 1 - n // 20]
 
 
+def wlat_beside_reads(b, args, ropcie):
+    """wlat 64 B over the link while another connection streams READs
+    of 1 MiB, against wlat 64 B alone (the wlat row above): what one
+    connection's large READs cost another's latency."""
+    key, iters = "t_typical_usec", 1000
+    alone = next((r for r in ropcie["rows"] if r["test"] == "wlat"), None)
+    runs = []
+    for _ in range(args.reps):
+        with ReadStream(b, args):
+            fig = b.krping("wlat", 64, iters, addr=args.ropcie_addr,
+                           poll=bool(args.ropcie_poll), dev=ROPCIE_DEV)
+        runs.append(fig and fig.get(key))
+    rv = median_of([{key: v} for v in runs if v is not None], key)
+    av = alone and alone["ropcie"]
+    log(f"ropcie wlat 64 beside 1 MiB READs: {fmt(rv)} us (alone "
+        f"{fmt(av)} us)")
+    return {"size": 64, "test": "wlat|rd", "iterations": iters,
+            "ropcie": rv, "rxe": None, "alone": av,
+            "ratio": rv / av if rv is not None and av else None,
+            "unit": "usec median", "target": "info", "met": None,
+            "ropcie_runs": runs}
+
+
 def fmt(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -554,6 +623,10 @@ def main():
                     help="set ropcie's module parameter NAME (here and on "
                     "--remote) before the ropcie0 rows, e.g. "
                     "irq_serve_max=0; may be repeated")
+    ap.add_argument("--no-beside-reads", dest="beside_reads",
+                    action="store_false",
+                    help="with --remote: leave out the wlat|rd row (wlat "
+                    "while another connection streams 1 MiB READs)")
     ap.add_argument("--profile-count", type=int, default=1000,
                     help="iterations of the profiled wlat 64 B run over "
                     "ropcie0 (0: none)")
@@ -800,6 +873,8 @@ def main():
                          round(support[2] * ceiling_share, 3)],
                      "ropcie_runs": [f and f.get(key) for f in rp],
                      f"{what}_runs": mcs})
+        if args.remote and args.beside_reads:
+            ropcie["rows"].append(wlat_beside_reads(b, args, ropcie))
         if args.profile_count:
             ropcie["profile"], fig = ropcie_profile(b, args)
             ropcie["profile_wlat_usec"] = fig and fig.get("t_typical_usec")
@@ -846,6 +921,7 @@ def main():
         for r in ropcie["rows"]:
             mark = {True: "ok", False: "MISSED", None: "-"}[r["met"]]
             other = {"bw/mc": r.get("memcpy"), "bw/st": r.get("stream"),
+                     "wlat|rd": r.get("alone"),
                      "wlat/fl": r.get("floor")}.get(r["test"], r["rxe"])
             if r["test"] in ("bw/mc", "bw/st") and r["met"] is None and \
                     r["ratio"] is not None:
@@ -874,6 +950,9 @@ def main():
                 elif "floor_runs" in r:
                     lines.append(f"{r['size']:>8}  {r['test']:<8} floor "
                                  f"{runs(r['floor_runs'])}")
+                elif r["test"] == "wlat|rd":
+                    lines.append(f"{r['size']:>8}  {r['test']:<8} ropcie "
+                                 f"{runs(r['ropcie_runs'])}")
         lines.append(f"memcpy: {ropcie['memcpy_mb_per_sec']:.0f} MB/s "
                      f"single thread ({ropcie['memcpy_method']})")
         if any(r["test"] == "bw/mc" for r in ropcie["rows"]):
@@ -888,6 +967,12 @@ def main():
                          f"out of it there, no verbs; debugfs "
                          f"ropcie/link-*/stream, measured before each bw "
                          f"run) in the rxe column, decided as bw/mc")
+        if any(r["test"] == "wlat|rd" for r in ropcie["rows"]):
+            lines.append("wlat|rd: ropcie wlat 64 B while another "
+                         "connection over the link streams READs of 1 MiB "
+                         "(krping rlat, endless), against wlat alone (the "
+                         "wlat row) in the rxe column: what one "
+                         "connection's large READs cost another's latency")
         if any(r["test"] == "wlat/fl" for r in ropcie["rows"]):
             lines.append("wlat/fl: ropcie wlat / the loopback floor, half "
                          "a cache line's round trip between the guest's "
