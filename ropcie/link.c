@@ -439,6 +439,27 @@ static const struct file_operations ropcie_link_inject_fops = {
 };
 
 /*
+ * debugfs: ropcie/link-<device>/doorbell: any write rings the other
+ * host's doorbell, as a producer does after what it wrote (the
+ * scribbler's "rung"); without it the other host sees a scribble at
+ * its next beat.
+ */
+static ssize_t ropcie_link_doorbell_write(struct file *file,
+					  const char __user *ubuf,
+					  size_t count, loff_t *ppos)
+{
+	ropcie_link_ring(file->private_data);
+	return count;
+}
+
+static const struct file_operations ropcie_link_doorbell_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = ropcie_link_doorbell_write,
+	.llseek = noop_llseek,
+};
+
+/*
  * debugfs: ropcie/link-<device>/stream. Writing BYTES streams that many
  * bytes into the other host's request ring (ropcie_xport_stream(), the
  * link's ceiling for make bench-pair) and returns when it consumed
@@ -566,6 +587,8 @@ struct ropcie_link *ropcie_link_register(struct ropcie_link_hw *hw)
 			    &ropcie_link_conns_fops);
 	debugfs_create_file("stream", 0600, link->debugfs, link,
 			    &ropcie_link_stream_fops);
+	debugfs_create_file("doorbell", 0200, link->debugfs, link,
+			    &ropcie_link_doorbell_fops);
 	queue_delayed_work(system_wq, &link->beat_work, 0);
 	return link;
 }

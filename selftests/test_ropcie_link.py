@@ -313,14 +313,30 @@ INDEX_SCRIBBLES = [
 ]
 
 
+def doorbell(host):
+    """Ring the other host's doorbell, as a producer does after it wrote
+    (debugfs link-<device>/doorbell)."""
+    with open(f"/sys/kernel/debug/ropcie/link-{pci_name(host)}/doorbell",
+              "w") as f:
+        f.write("1\n")
+
+
+@pytest.mark.parametrize("rung", [False, True], ids=["quiet", "rung"])
 @pytest.mark.parametrize("name,offset,reason", INDEX_SCRIBBLES,
                          ids=[s[0] for s in INDEX_SCRIBBLES])
 def test_scribbled_ring_index_recovers(hosts, scribbler, pool, name, offset,
-                                       reason):
+                                       reason, rung):
+    """A ring index far out of its ring, left for the other host's next
+    beat (quiet) or followed by a doorbell (rung: its doorbell's bottom
+    half looks at the rings at once): that host takes the link down for
+    a protocol error, with the reason for a producer or a consumer
+    index, and the link comes back."""
     here, there = hosts
     there.wait_state("up", UP_TIMEOUT_S)
     b0 = there.link()
     scribbler(offset, "0000ff7f")
+    if rung:
+        doorbell(here)
     if name.startswith("cons"):
         if not ROPCIE:
             pytest.skip("the other host produces only for a connection: "
@@ -335,6 +351,110 @@ def test_scribbled_ring_index_recovers(hosts, scribbler, pool, name, offset,
                     f"{name} index scribbled")
     assert b["down_reason"] == reason, b
     assert b["protocol_errors"] >= b0["protocol_errors"] + 1
+
+
+# Where the descriptors of each ring lie in a window (wire.c's
+# geometry: the header's page, then 32 request and 32 response
+# descriptors of 64 bytes), and the producer index fields of the header
+# (struct ropcie_wire_hdr: prod[2] at 40).
+DESC_OFF = {"req": 4096, "rsp": 4096 + 32 * 64}
+PROD_OFF = {"req": 40, "rsp": 44}
+JUMP = 5
+RECV_POSTED_T, ACK_T = 5, 16      # wire.h: enum ropcie_wire_type
+
+
+def behind_jump(ring, behind):
+    """The JUMP descriptors (hex) the producer index is moved over:
+    zeroed (no correct peer writes them: dropped and counted) or well
+    formed, naming no connection (consumed, nothing to do)."""
+    if behind == "zeroed":
+        return "00" * 64 * JUMP
+    if ring == "req":
+        one = desc(RECV_POSTED_T, 0, 0, NOBODY, NOBODY_PEER)
+    else:
+        one = desc(ACK_T, 0, 0, NOBODY, NOBODY_PEER, 7)
+    return one * JUMP
+
+
+@needs_connections
+@pytest.mark.parametrize("rung", [False, True], ids=["quiet", "rung"])
+@pytest.mark.parametrize("behind", ["zeroed", "well-formed"])
+@pytest.mark.parametrize("ring", ["req", "rsp"])
+def test_producer_index_jumps_within_the_ring(hosts, scribbler, pool, ring,
+                                              behind, rung):
+    """In a fresh generation (indices at 0, the link idle), this host's
+    producer index of one ring of the other host's window moved JUMP
+    ahead, over descriptors no correct peer writes (zeroed) or well
+    formed ones naming no connection, quiet or rung. The other host
+    consumes exactly those, counting the zeroed ones as dropped, and its
+    link stays up. When this host then produces for a ping, the other
+    host's consumer index (JUMP, which it wrote back) is ahead of what
+    this host produced (0): this host takes the link down for a protocol
+    error before it produces, the link comes back, and a validated ping
+    runs to its count."""
+    here, there = hosts
+    b0 = fresh_generation(hosts, scribbler)
+    t0, h0 = transport(there), here.link()
+    scribbler(DESC_OFF[ring], behind_jump(ring, behind))
+    scribbler(PROD_OFF[ring], struct.pack("<I", JUMP).hex())
+    if rung:
+        doorbell(here)
+    krping.wait_for(lambda: transport(there)["rx"] >= t0["rx"] + JUMP,
+                    timeout=2 * BEAT_S + SLACK_S,
+                    what=f"the {JUMP} descriptors consumed there")
+    time.sleep(2 * BEAT_S)
+    dropped = JUMP if behind == "zeroed" else 0
+    link_stayed_up(there, b0, t0, dropped=dropped, faults=0)
+    assert transport(there)["rx"] == t0["rx"] + JUMP
+    srv, cli = pool.pair(count=20, size=64, validate=1)
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    bound = 2 * BEAT_S + SLACK_S + 10.0 * bed.SCALE
+    # Its connect fails (request ring), or the connection it made
+    # (response ring: the first answer this host gives there).
+    assert cli.wait_end(bound) == "failed", cli.describe()
+    srv.stop()
+    h = here.link()
+    assert h["downs"] == h0["downs"] + 1, h
+    assert h["down_reason"] == \
+        "the peer's consumer index is out of its ring", h
+    assert h["protocol_errors"] == h0["protocol_errors"] + 1, h
+    here.wait_state("up", UP_TIMEOUT_S)
+    krping.wait_for(lambda: there.link()["downs"] > b0["downs"],
+                    timeout=2 * BEAT_S + SLACK_S,
+                    what="the other host seeing this one restart")
+    there.wait_state("up", UP_TIMEOUT_S)
+    srv2, cli2 = pool.pair(count=20, size=4096, validate=1)
+    assert krping.run_pair(srv2, cli2) == ("done", "done"), \
+        f"{srv2.describe()} | {cli2.describe()}"
+
+
+CONS_OFF = {"req": 48, "rsp": 52}
+BEHIND_ZERO = "f0ffffff"           # 16 slots behind a producer at 0
+
+
+@needs_connections
+@pytest.mark.parametrize("rung", [False, True], ids=["quiet", "rung"])
+@pytest.mark.parametrize("ring", ["req", "rsp"])
+def test_consumer_index_behind_within_the_ring(hosts, scribbler, pool, ring,
+                                               rung):
+    """In a fresh generation, this host's consumer index of one of the
+    other host's rings set 16 slots behind that host's producer (at 0),
+    quiet or rung: the ring looks half full to it, which is within the
+    ring. A validated ping then runs to its count (this host's consumer
+    writes its real index as it consumes), with no fault and the link
+    up throughout."""
+    here, there = hosts
+    b0 = fresh_generation(hosts, scribbler)
+    t0 = transport(there)
+    scribbler(CONS_OFF[ring], BEHIND_ZERO)
+    if rung:
+        doorbell(here)
+    srv, cli = pool.pair(count=PING_COUNT // 10, size=4096, validate=1)
+    assert krping.run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    link_stayed_up(there, b0, t0, dropped=0, faults=0)
 
 
 def inject_path(host):
@@ -631,29 +751,35 @@ def test_hostile_stream_fragment_is_counted(hosts, scribbler, name, hexdesc,
     assert transport(there)["stream_rx"] == t0["stream_rx"] + nbytes
 
 
-# The response ring's consumer index in the header this host writes in
-# the other host's window (struct ropcie_wire_hdr: cons[1] at 52), and
-# 0xfffffff0: 16 slots ahead of a producer at 0, so out of the ring
-# once the other host has produced more than 16 responses in the
-# link's generation (wlat produces hundreds). In a new generation it is
-# still in range, and this host's consumer writes the real index over it
-# at its first response: the ping after the scribbling passes whenever
-# the last scribble lands.
-CONS_RSP, OUT_OF_RING = 52, "f0ffffff"
+# 0xfffffff0 for a ring index in the header this host writes in the
+# other host's window (struct ropcie_wire_hdr: prod[2] at 40, cons[2] at
+# 48): out of the ring once the other host has consumed or produced more
+# than 16 in the link's generation (wlat makes hundreds each way). A
+# scribble that lands after the link restarted may be in the ring of the
+# new generation or take it down once more: the test restarts the link
+# itself before its last ping.
+LIVE_INDICES = [("prod", 40), ("prod-rsp", 44), ("cons", 48),
+                ("cons-rsp", 52)]
+OUT_OF_RING = "f0ffffff"
 SCRIBBLE_S = 2.0
 
 
 @needs_connections
-def test_response_index_out_of_ring_under_served_writes(hosts, scribbler,
-                                                        pool, ropcie_params):
-    """This host keeps writing an out-of-range consumer index for the
-    response ring while short WRITEs come both ways (wlat of 64 B, no
-    polling: each WRITE comes with a doorbell, and the other host's
-    doorbell serves it and answers in that ring). The other host takes
-    the link down for a protocol error, the run ends on both hosts, and
-    once the scribbling stops the link comes back and a ping passes.
-    Served in the doorbell's hard interrupt under the link's doorbell
-    lock, the answer's room check failed the link, which took that lock
+@pytest.mark.parametrize("name,offset", LIVE_INDICES,
+                         ids=[i[0] for i in LIVE_INDICES])
+def test_ring_index_out_of_ring_under_served_writes(hosts, scribbler, pool,
+                                                    ropcie_params, name,
+                                                    offset):
+    """This host keeps writing an out-of-range index for one ring while
+    short WRITEs come both ways (wlat of 64 B, no polling: each WRITE
+    comes with a doorbell, and the other host's doorbell serves it and
+    answers in the response ring), racing its own producer and consumer
+    that rewrite the index. The other host takes the link down for a
+    protocol error, the run ends on both hosts, and once the scribbling
+    stops (and a restart clears what a late scribble left) a ping
+    passes. Served in the doorbell's hard interrupt under the link's
+    doorbell lock, an answer's room check that found the response ring's
+    consumer index out of range failed the link, which took that lock
     again: the host locked up with interrupts off (a 6.1 guest of one
     vCPU stopped answering for good)."""
     here, there = hosts
@@ -661,13 +787,12 @@ def test_response_index_out_of_ring_under_served_writes(hosts, scribbler,
     there.wait_state("up", UP_TIMEOUT_S)
     ropcie_params(irq_serve_max=4096, rx_poll_us=0)
     b0, t0 = there.link(), transport(there)
+    splats = len(kernel_splats(there))
     srv, cli = pool.pair(count=0, size=64, test="wlat")
     krping.start_running(srv, cli)
-    # This host rewrites the index whenever it consumes a response: keep
-    # writing the bad one over it.
     end = time.monotonic() + SCRIBBLE_S
     while time.monotonic() < end:
-        scribbler(CONS_RSP, OUT_OF_RING)
+        scribbler(offset, OUT_OF_RING)
         time.sleep(0.001)
     bound = 2 * BEAT_S + SLACK_S + 10.0 * bed.SCALE
     ends = [s.wait_end(bound) for s in (cli, srv)]
@@ -681,9 +806,11 @@ def test_response_index_out_of_ring_under_served_writes(hosts, scribbler,
     assert b["downs"] >= b0["downs"] + 1, b
     # Its doorbell's bottom half served WRITEs meanwhile.
     assert transport(there)["rx_in_irq"] > t0["rx_in_irq"]
+    fresh_generation(hosts, scribbler)
     srv2, cli2 = pool.pair(count=20, size=64, validate=1)
     assert krping.run_pair(srv2, cli2) == ("done", "done"), \
         f"{srv2.describe()} | {cli2.describe()}"
+    assert not kernel_splats(there)[splats:]
 
 
 def kernel_splats(side):
