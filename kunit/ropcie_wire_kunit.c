@@ -245,6 +245,9 @@ SPOIL(no_dst, d->dst_qpn = 0)
 SPOIL(no_src, d->src_qpn = 0)
 SPOIL(msn, d->msn = cpu_to_le32(1))
 SPOIL(src2, d->src_qpn = cpu_to_le32(2))
+SPOIL(rkey, d->rkey = cpu_to_le32(0x1234))
+SPOIL(inv_rkey, d->inv_rkey = cpu_to_le32(0x501))
+SPOIL(raddr, d->raddr = cpu_to_le64(0x1000))
 SPOIL(stamp_short, d->len = cpu_to_le32(4); d->msg_len = cpu_to_le64(126980))
 
 static const struct hostile_case hostile[] = {
@@ -297,6 +300,10 @@ static const struct hostile_case hostile[] = {
 	{ "STREAM from a QP", 13, ROPCIE_WIRE_REQ, spoil_src2 },
 	{ "STREAM fragment without its stamp", 13, ROPCIE_WIRE_REQ,
 	  spoil_stamp_short },
+	{ "STREAM with a message number", 13, ROPCIE_WIRE_REQ, spoil_msn },
+	{ "STREAM with an rkey", 13, ROPCIE_WIRE_REQ, spoil_rkey },
+	{ "STREAM with an inv_rkey", 13, ROPCIE_WIRE_REQ, spoil_inv_rkey },
+	{ "STREAM with an address", 13, ROPCIE_WIRE_REQ, spoil_raddr },
 };
 
 static void ropcie_wire_test_hostile(struct kunit *test)

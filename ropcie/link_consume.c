@@ -137,7 +137,8 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 		else
 			ropcie_lx_rx_response(x, gen, &m, payload);
 		if (t && ring == ROPCIE_WIRE_REQ && m.type != ROPCIE_WIRE_CM &&
-		    m.type != ROPCIE_WIRE_RECV_POSTED)
+		    m.type != ROPCIE_WIRE_RECV_POSTED &&
+		    m.type != ROPCIE_WIRE_STREAM)
 			ropcie_prof_add(ROPCIE_PROF_LX_SERVE, ktime_get_ns() - t);
 consumed:
 		ropcie_lx_rx_consumed(rx);

@@ -60,7 +60,8 @@ static bool ropcie_lx_read_queued(struct ropcie_xport *x, u32 gen, u32 conn)
  * @qp: the QP its connection names, held
  *
  * An empty READ is answered at once; any other is queued for the read
- * kthread. Context: the request consumer.
+ * kthread. Either is refused while a READ of the connection is queued.
+ * Context: the request consumer, the only one that adds to the queue.
  * Return: 0, or -EPROTO when a READ of the connection is queued already
  * (the caller ends the connection).
  */
@@ -70,6 +71,11 @@ int ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
 	struct ropcie_lx_read *rd;
 	bool busy;
 
+	spin_lock(&x->read_lock);
+	busy = ropcie_lx_read_queued(x, gen, m->dst_qpn);
+	spin_unlock(&x->read_lock);
+	if (busy)
+		return -EPROTO;
 	if (!m->msg_len) {
 		struct ropcie_req req = { .op = ROPCIE_OP_READ,
 					  .rkey = m->rkey,
@@ -97,15 +103,10 @@ int ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
 	rd->req.rkey = m->rkey;
 	rd->req.remote_addr = m->raddr;
 	rd->req.len = m->msg_len;
+	/* Only this consumer adds: the connection has none queued still. */
 	spin_lock(&x->read_lock);
-	busy = ropcie_lx_read_queued(x, gen, rd->conn);
-	if (!busy)
-		list_add_tail(&rd->list, &x->reads);
+	list_add_tail(&rd->list, &x->reads);
 	spin_unlock(&x->read_lock);
-	if (busy) {
-		kfree(rd);
-		return -EPROTO;
-	}
 	wake_up(&x->read_wq);
 	return 0;
 }

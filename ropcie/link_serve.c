@@ -16,8 +16,8 @@
  * connection ends (its QP fails, the peer gets a CLOSE), the link and
  * every other connection go on.
  */
-void ropcie_lx_conn_fault(struct ropcie_xport *x, struct ropcie_qp *qp,
-			  const char *why)
+static void ropcie_lx_conn_fault(struct ropcie_xport *x, struct ropcie_qp *qp,
+				 const char *why)
 {
 	atomic64_inc(&x->stats.conn_faults);
 	dev_warn_ratelimited(x->link->hw->dev,

@@ -11,6 +11,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/ktime.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -61,29 +62,23 @@ static bool ropcie_lx_stream_drained(struct ropcie_xport *x, u32 gen, u32 idx)
 	return (s32)(cons - idx) >= 0;
 }
 
-/* Wait until the peer consumed the ring up to @idx. */
+/*
+ * Wait until the peer consumed the ring up to @idx. It looks every
+ * 20 to 50 us rather than asking the peer to ring (tx_want), which
+ * belongs to the producer holding the ring.
+ */
 static int ropcie_lx_stream_wait(struct ropcie_xport *x, u32 gen, u32 idx)
 {
 	unsigned long deadline = jiffies + ropcie_lx_request_timeout();
-	__le32 *want = &ropcie_lx_out(x)->tx_want[ROPCIE_WIRE_REQ];
 
-	/* Its consumer rings once the ring is empty (ropcie_lx_want_due()). */
-	ropcie_lx_set_hdr(x, gen, want, 1);
-	smp_mb();	/* want, then cons: as ropcie_lx_tx_begin() */
 	while (!ropcie_lx_stream_drained(x, gen, idx)) {
-		if (time_after(jiffies, deadline) ||
-		    fatal_signal_pending(current))
-			break;
-		wait_event_timeout(x->tx_wq,
-				   ropcie_lx_stream_drained(x, gen, idx),
-				   msecs_to_jiffies(ROPCIE_LINK_BEAT_MS));
+		if (time_after(jiffies, deadline))
+			return -ETIMEDOUT;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		usleep_range(20, 50);
 	}
-	ropcie_lx_set_hdr(x, gen, want, 0);
-	if (!ropcie_lx_alive(x, gen))
-		return -ENOTCONN;
-	if (fatal_signal_pending(current))
-		return -EINTR;
-	return ropcie_lx_stream_drained(x, gen, idx) ? 0 : -ETIMEDOUT;
+	return ropcie_lx_alive(x, gen) ? 0 : -ENOTCONN;
 }
 
 /* Produce @bytes of @src (cycled) as one stream in generation @gen. */

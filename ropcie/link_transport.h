@@ -265,8 +265,6 @@ unsigned long ropcie_lx_request_timeout(void);
 /* link_serve.c */
 void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen, u32 dst, u32 src,
 			const char *why);
-void ropcie_lx_conn_fault(struct ropcie_xport *x, struct ropcie_qp *qp,
-			  const char *why);
 void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 		       const struct ropcie_wire_msg *m, void *payload,
 		       struct ropcie_lx_tx **rsp);

@@ -235,9 +235,10 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 			goto bad;
 		break;
 	case ROPCIE_WIRE_STREAM:
-		/* Names no connection; each fragment holds its stamp. */
+		/* No connection, no message of one; its stamp in each slot. */
 		if (!ropcie_wire_fragment_ok(m, g) || m->dst_qpn ||
-		    m->src_qpn || m->len < sizeof(__le64))
+		    m->src_qpn || m->msn || m->rkey || m->inv_rkey ||
+		    m->raddr || m->len < sizeof(__le64))
 			goto bad;
 		break;
 	case ROPCIE_WIRE_READ:

@@ -249,8 +249,11 @@ enum ropcie_wire_cm_op {
  *	it
  * @conn: the sender's id of its QP (REQ, ACCEPT; REJECT: 0)
  * @peer_conn: the receiver's id of its QP (ACCEPT, REJECT; REQ: 0)
- * @ird: REQ: inbound READs the requester takes at once
- * @ord: REQ: outbound READs it issues at once
+ * @ird: REQ: inbound READs the requester's QP takes at once
+ * @ord: REQ: outbound READs its QP may have posted at once. Both are
+ *	the verbs' depths, handed to the ULPs; on the wire a connection
+ *	has one READ at a time (the next waits in the requester's send
+ *	queue), and a second one is the peer's fault (link_read.c).
  * @src_port: REQ: the requester's port, network order
  * @dst_port: REQ: the listener's port, network order
  * @reserved1: 0

@@ -331,11 +331,21 @@ def floor_ns():
 STREAM_BYTES = 256 << 20
 
 
-def stream_mb_per_sec(nbytes=STREAM_BYTES):
+def stream_rx(remote):
+    """The bytes of this host's raw stream that remote received in order,
+    and the fragments it refused (its link's transport file)."""
+    words = sh("sh", "-c", "cat /sys/bus/pci/devices/*/ropcie_link/transport",
+               remote=remote).split()
+    return (int(words[words.index("stream_rx") + 1]),
+            int(words[words.index("stream_bad") + 1]))
+
+
+def stream_mb_per_sec(remote, nbytes=STREAM_BYTES):
     """The raw stream over the PCI link (MB/s, 2^20): nbytes written to
     debugfs ropcie/link-*/stream, which copies them into the other host's
-    request ring slot by slot while that host copies them out, no verbs
-    (Documentation/ropcie.rst, The raw stream)."""
+    request ring slot by slot while that host (remote) copies them out,
+    no verbs (Documentation/ropcie.rst, The raw stream); each byte
+    counted as received in order there."""
     if not os.path.ismount("/sys/kernel/debug"):
         sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
     base = "/sys/kernel/debug/ropcie"
@@ -343,6 +353,7 @@ def stream_mb_per_sec(nbytes=STREAM_BYTES):
     if len(links) != 1:
         raise RuntimeError(f"{base}: not one link but {links}")
     path = f"{base}/{links[0]}/stream"
+    rx0, bad0 = stream_rx(remote)
     with open(path, "w") as f:
         f.write(f"{nbytes}\n")
     with open(path) as f:
@@ -350,6 +361,10 @@ def stream_mb_per_sec(nbytes=STREAM_BYTES):
     got = {k: int(v) for k, v in zip(words[::2], words[1::2])}
     if got.get("bytes") != nbytes or not got.get("ns"):
         raise RuntimeError(f"{path}: {got}")
+    rx, bad = stream_rx(remote)
+    if (rx - rx0, bad - bad0) != (nbytes, 0):
+        raise RuntimeError(f"{remote} received {rx - rx0} of {nbytes} "
+                           f"bytes in order, refused {bad - bad0}")
     return nbytes / (1 << 20) / (got["ns"] / 1e9)
 
 
@@ -690,7 +705,8 @@ def main():
 
     # bw's ceiling: across hosts the raw stream over the link, which
     # bw must reach 0.8 of; on one host the kernel's memcpy, half of it.
-    ceiling, ceiling_share = ((stream_mb_per_sec, 0.8) if args.remote
+    ceiling, ceiling_share = ((lambda: stream_mb_per_sec(args.remote), 0.8)
+                              if args.remote
                               else (lambda: memcpy_mb_per_sec()[0], 0.5))
 
     def measure_ropcie(test, size, iters, key):
