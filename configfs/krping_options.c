@@ -861,3 +861,63 @@ bool krping_options_equal(const struct krping_options *a,
 		return true;
 	}
 }
+
+/**
+ * krping_plan_of() - the plan a side's own settings make
+ * @opts: the settings
+ * @plan: filled with their count, warmup and duration_ms
+ */
+void krping_plan_of(const struct krping_options *opts,
+		    struct krping_plan *plan)
+{
+	plan->count = opts->count;
+	plan->warmup = opts->warmup;
+	plan->duration_ms = opts->duration_ms;
+}
+
+/**
+ * krping_plans_agree() - do two sides with these plans end together?
+ * @a: one side's plan
+ * @b: the other's
+ *
+ * Return: true for the same count and warm-up, both timed or neither.
+ */
+bool krping_plans_agree(const struct krping_plan *a,
+			const struct krping_plan *b)
+{
+	return a->count == b->count && a->warmup == b->warmup &&
+	       !a->duration_ms == !b->duration_ms;
+}
+
+/**
+ * krping_plan_follow() - a benchmark server's plan for its client's
+ * @opts: the server's settings
+ * @client: the plan its client announced (from the network: any values)
+ * @plan: the plan to run
+ *
+ * What the server was not given (0) it takes from the client; what it
+ * was given must agree. Nothing the client announces takes a plan beyond
+ * the limits of the server's own settings.
+ *
+ * Return: 0, or -EINVAL with @plan the server's own.
+ */
+int krping_plan_follow(const struct krping_options *opts,
+		       const struct krping_plan *client,
+		       struct krping_plan *plan)
+{
+	struct krping_plan p = {
+		.count = opts->count ? opts->count : client->count,
+		.warmup = opts->warmup ? opts->warmup : client->warmup,
+		.duration_ms = opts->duration_ms ? opts->duration_ms :
+						   client->duration_ms,
+	};
+
+	if (krping_plans_agree(&p, client) &&
+	    (u64)p.count + p.warmup <= U32_MAX &&
+	    p.duration_ms <= KRPING_MAX_DURATION_MS) {
+		*plan = p;
+		return 0;
+	}
+	krping_plan_of(opts, plan);
+	return -EINVAL;
+}

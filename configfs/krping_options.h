@@ -181,4 +181,42 @@ int krping_options_validate(const struct krping_options *opts);
 bool krping_options_equal(const struct krping_options *a,
 			  const struct krping_options *b);
 
+/**
+ * struct krping_plan - how long a benchmark runs, as its sides agree it
+ * @count: measured iterations, 0 = until the time is up or stopped
+ * @warmup: iterations run before the measured ones
+ * @duration_ms: the client's time for the measured part, 0 = untimed
+ *
+ * Each side announces its plan in the hello of its connection request or
+ * accept (krping/run.h), so that a server can follow its client.
+ */
+struct krping_plan {
+	u32 count;
+	u32 warmup;
+	u32 duration_ms;
+};
+
+/* The plan of @opts alone. */
+void krping_plan_of(const struct krping_options *opts,
+		    struct krping_plan *plan);
+
+/*
+ * Whether two sides with these plans end together: the same count and
+ * warm-up, both timed or neither (a timed server follows its client's
+ * time, whatever its own).
+ */
+bool krping_plans_agree(const struct krping_plan *a,
+			const struct krping_plan *b);
+
+/*
+ * A benchmark server's plan for a client that announced @client: each of
+ * count, warmup and duration_ms that @opts leaves 0 is the client's. Fills
+ * @plan and returns 0 when it agrees with @client and keeps the limits of
+ * krping_options_validate(); otherwise fills @plan with the server's own
+ * and returns -EINVAL.
+ */
+int krping_plan_follow(const struct krping_options *opts,
+		       const struct krping_plan *client,
+		       struct krping_plan *plan);
+
 #endif /* KRPING_OPTIONS_H */

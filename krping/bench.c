@@ -18,7 +18,8 @@
  * A run does warmup + count iterations (krping_bench_next()); the warm-up
  * is not measured. In a timed run (duration_ms) the client alone decides
  * when the measured part ends, and its closing message tells the server,
- * which must have duration_ms set too: a timed server ends its loop when
+ * which is timed too (its own duration_ms, or its client's: see
+ * krping_plan_follow()): a timed server ends its loop when
  * that message has arrived (krping_bench_peer_done()) instead of after
  * count iterations. slat and sbw take it into a data receive, so a timed
  * client sends it empty (fin_empty), which fits a receive of any size.
@@ -144,10 +145,13 @@ int krping_bench(struct krping_run *run)
 	const struct krping_options *o = run->opts;
 	int ret;
 
-	/* krping_options_validate() keeps count + warmup within 32 bits. */
-	run->warmup = o->warmup;
-	run->total = o->count ? o->count + o->warmup : 0;
-	run->timed = o->duration_ms;
+	/*
+	 * krping_options_validate() and krping_plan_follow() keep count +
+	 * warmup within 32 bits.
+	 */
+	run->warmup = run->plan.warmup;
+	run->total = run->plan.count ? run->plan.count + run->plan.warmup : 0;
+	run->timed = run->plan.duration_ms;
 	run->fin_empty = run->timed && (o->test == KRPING_TEST_SLAT ||
 					o->test == KRPING_TEST_SBW);
 
@@ -252,7 +256,7 @@ static void krping_bench_measure(struct krping_run *run)
 	krping_bench_started(run, now);
 	if (run->timed && run->opts->role == KRPING_ROLE_CLIENT)
 		run->deadline_ns = now +
-				   (u64)run->opts->duration_ms * NSEC_PER_MSEC;
+				   (u64)run->plan.duration_ms * NSEC_PER_MSEC;
 	WRITE_ONCE(run->measuring, true);
 }
 

@@ -452,10 +452,28 @@ static const struct krping_hello *krping_hello_of(const struct rdma_cm_event *ev
 {
 	const struct krping_hello *hello = ev->param.conn.private_data;
 
-	if (!hello || ev->param.conn.private_data_len < sizeof(*hello) ||
+	if (!hello || ev->param.conn.private_data_len < KRPING_HELLO_MIN_LEN ||
 	    hello->magic != cpu_to_be32(KRPING_HELLO_MAGIC))
 		return NULL;
 	return hello;
+}
+
+/*
+ * Keep what the peer's hello announces: its count, and its whole plan if
+ * it sent one (a krping before KRPING_HELLO_PLAN sends the count only).
+ */
+static void krping_take_hello(struct krping_run *run,
+			      const struct rdma_cm_event *ev,
+			      const struct krping_hello *hello)
+{
+	run->peer_hello = true;
+	run->peer.count = be32_to_cpu(hello->count);
+	run->peer_plan = ev->param.conn.private_data_len >= sizeof(*hello) &&
+			 (be32_to_cpu(hello->flags) & KRPING_HELLO_PLAN);
+	if (run->peer_plan) {
+		run->peer.warmup = be32_to_cpu(hello->warmup);
+		run->peer.duration_ms = be32_to_cpu(hello->duration_ms);
+	}
 }
 
 /* The qps a hello announces: 1 for none, or one that names none. */
@@ -497,10 +515,8 @@ static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		/* A client of another qps: see krping_listen_handler(). */
 		if (krping_hello_qps(hello) != 1)
 			return -EINVAL;
-		if (hello) {
-			run->peer_hello = true;
-			run->peer_count = be32_to_cpu(hello->count);
-		}
+		if (hello)
+			krping_take_hello(run, ev, hello);
 		/* Pairs with smp_load_acquire() in krping_accept(). */
 		smp_store_release(&run->child, id);
 		break;
@@ -508,8 +524,7 @@ static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		/* The client learns from the accept how the run ends. */
 		hello = krping_hello_of(ev);
 		if (run->opts->role == KRPING_ROLE_CLIENT && hello) {
-			run->peer_hello = true;
-			run->peer_count = be32_to_cpu(hello->count);
+			krping_take_hello(run, ev, hello);
 			run->server_leaves_first = be32_to_cpu(hello->flags) &
 						   KRPING_HELLO_LEAVES_FIRST;
 		}
@@ -953,7 +968,8 @@ static int krping_create_id(struct krping_run *run)
 }
 
 static void krping_conn_param(struct rdma_conn_param *p,
-			      struct krping_hello *hello, u32 flags, u32 count)
+			      struct krping_hello *hello, u32 flags,
+			      const struct krping_plan *plan)
 {
 	memset(p, 0, sizeof(*p));
 	/*
@@ -965,8 +981,10 @@ static void krping_conn_param(struct rdma_conn_param *p,
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
 	hello->magic = cpu_to_be32(KRPING_HELLO_MAGIC);
-	hello->flags = cpu_to_be32(flags);
-	hello->count = cpu_to_be32(count);
+	hello->flags = cpu_to_be32(flags | KRPING_HELLO_PLAN);
+	hello->count = cpu_to_be32(plan->count);
+	hello->warmup = cpu_to_be32(plan->warmup);
+	hello->duration_ms = cpu_to_be32(plan->duration_ms);
 	p->private_data = hello;
 	p->private_data_len = sizeof(*hello);
 }
@@ -975,23 +993,30 @@ static void krping_conn_param(struct rdma_conn_param *p,
  * Server: how the run ends, decided before the accept that tells the
  * client. A ping server without a count of its own runs the count its
  * krping client announced. With a count and a krping client it
- * disconnects first; an rping client disconnects first itself. The
- * benchmarks' server always leaves first (their client is krping).
+ * disconnects first; an rping client disconnects first itself. A
+ * benchmark's server follows the plan of a client that announced one
+ * (krping_plan_follow()) and always leaves first (its client is krping).
  */
 static void krping_plan_end(struct krping_run *run)
 {
 	const struct krping_options *o = run->opts;
 
-	run->count = o->count;
-	if (!run->count && run->peer_hello)
-		run->count = run->peer_count;
-	if (o->test != KRPING_TEST_PING)
+	krping_plan_of(o, &run->plan);
+	if (o->test != KRPING_TEST_PING) {
+		if (run->peer_plan)
+			run->plan_error = krping_plan_follow(o, &run->peer,
+							     &run->plan);
 		run->server_leaves_first = true;
-	else
-		run->server_leaves_first = run->peer_hello && run->count;
-	pr_debug("%s: %s client, count %u, the %s disconnects first\n",
+	} else {
+		if (!run->plan.count && run->peer_hello)
+			run->plan.count = run->peer.count;
+		run->server_leaves_first = run->peer_hello && run->plan.count;
+	}
+	pr_debug("%s: %s client, count %u, warmup %u, duration_ms %u%s, the %s disconnects first\n",
 		 run_name(run), run->peer_hello ? "krping" : "foreign",
-		 run->count, run->server_leaves_first ? "server" : "client");
+		 run->plan.count, run->plan.warmup, run->plan.duration_ms,
+		 run->plan_error ? " (not the client's)" : "",
+		 run->server_leaves_first ? "server" : "client");
 }
 
 /**
@@ -1030,11 +1055,19 @@ int krping_connect(struct krping_run *run)
 	if (ret)
 		return ret;
 
-	run->count = run->opts->count;
-	krping_conn_param(&param, &hello, krping_hello_group(run), run->count);
+	krping_plan_of(run->opts, &run->plan);
+	krping_conn_param(&param, &hello, krping_hello_group(run), &run->plan);
 	ret = rdma_connect(run->cm_id, &param);
 	if (!ret)
 		ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
+	/* A server that does not follow our plan ends with -EINVAL too. */
+	if (!ret && run->opts->test != KRPING_TEST_PING && run->peer_plan &&
+	    !krping_plans_agree(&run->plan, &run->peer)) {
+		pr_debug("%s: the server's plan is count %u, warmup %u, duration_ms %u\n",
+			 run_name(run), run->peer.count, run->peer.warmup,
+			 run->peer.duration_ms);
+		return -EINVAL;
+	}
 	return ret;
 }
 
@@ -1091,13 +1124,18 @@ int krping_accept(struct krping_run *run)
 		krping_plan_end(run);
 		krping_conn_param(&param, &hello, krping_hello_group(run) |
 				  (run->server_leaves_first ?
-				   KRPING_HELLO_LEAVES_FIRST : 0), run->count);
+				   KRPING_HELLO_LEAVES_FIRST : 0), &run->plan);
 		/* Outside the CM handler rdma_accept() needs the lock. */
 		rdma_lock_handler(child);
 		ret = rdma_accept(child, &param);
 		rdma_unlock_handler(child);
+		/*
+		 * A client whose plan we do not follow learns ours from the
+		 * accept and ends; so do we, once it has it.
+		 */
 		if (!ret)
-			return krping_wait_cm(run, KRPING_CM_ESTABLISHED);
+			ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
+		return ret ? ret : run->plan_error;
 	}
 	/*
 	 * A client that gave up while we set up fails the accept with
@@ -1183,8 +1221,7 @@ static int krping_listen_handler(struct rdma_cm_id *id,
 	if (run->closed || run->child) {
 		ret = -EBUSY;
 	} else {
-		run->peer_hello = true;
-		run->peer_count = be32_to_cpu(hello->count);
+		krping_take_hello(run, ev, hello);
 		id->context = run;
 		id->event_handler = krping_cm_handler;
 		/* Pairs with smp_load_acquire() in krping_accept(). */

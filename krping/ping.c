@@ -145,7 +145,7 @@ static int krping_client_loop(struct krping_run *run)
 		atomic64_inc(&st->iterations);
 	}
 	/* A krping server leaves once its last go-ahead has completed. */
-	if (run->server_leaves_first && run->peer_count == o->count)
+	if (run->server_leaves_first && run->peer.count == o->count)
 		return krping_wait_disconnect(run, KRPING_LINGER_TIMEOUT);
 	return 0;
 }
@@ -227,7 +227,7 @@ static int krping_server_loop(struct krping_run *run)
 	int ret;
 
 	for (;;) {
-		if (run->count && iter == run->count)
+		if (run->plan.count && iter == run->plan.count)
 			return run->server_leaves_first ? 0 :
 			       krping_wait_disconnect(run,
 						      KRPING_LINGER_TIMEOUT);
@@ -252,8 +252,8 @@ static int krping_server_loop(struct krping_run *run)
 		/* With count=0, any iteration may be the client's last. */
 		if (!ret)
 			ret = krping_server_answer(run, o->server_inv ? rkey : 0,
-						   !run->count ||
-						   iter + 1 == run->count);
+						   !run->plan.count ||
+						   iter + 1 == run->plan.count);
 		if (ret)
 			return ret;
 		krping_lat_add(&run->lat, ktime_get_ns() - t0);

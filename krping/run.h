@@ -34,15 +34,25 @@ struct krping_rdma_info {
  * could enter the error state before the SEND's ACK left, and the server
  * would see its last SEND flushed. A peer that sends no hello (rping, the
  * original krping) keeps rping's ending: the client disconnects.
+ *
+ * With KRPING_HELLO_PLAN the hello carries the sender's whole plan
+ * (struct krping_plan): a benchmark server follows its client's, or both
+ * sides end with -EINVAL when their plans disagree. A krping before the
+ * plan sends the first three fields only.
  */
 struct krping_hello {
 	__be32 magic;
 	__be32 flags;
 	__be32 count;
+	__be32 warmup;
+	__be32 duration_ms;
 };
 
 #define KRPING_HELLO_MAGIC		0x6b727067	/* "krpg" */
 #define KRPING_HELLO_LEAVES_FIRST	BIT(0)		/* server: I disconnect */
+#define KRPING_HELLO_PLAN		BIT(1)		/* warmup, duration_ms */
+/* The shortest hello: one without the plan. */
+#define KRPING_HELLO_MIN_LEN		offsetof(struct krping_hello, warmup)
 /*
  * The sender's qps and the index of this connection among them; 0 in a
  * hello from a krping without qps, which means qps 1, index 0.
@@ -150,9 +160,14 @@ struct krping_group {
  * @qp: the RC queue pair
  * @cm_flags: KRPING_CM_* milestones reached
  * @peer_hello: the peer sent a krping hello
- * @peer_count: the iterations that hello announced
- * @count: ping: the iterations of this run (a server without a count of
- *	its own runs the count a krping client announced)
+ * @peer_plan: its hello carried the whole plan (KRPING_HELLO_PLAN)
+ * @peer: the plan that hello announced (only the count without
+ *	@peer_plan)
+ * @plan: the plan of this run: a client's own; a server's decided by
+ *	krping_plan_end() (ping: a server without a count of its own runs
+ *	the count a krping client announced)
+ * @plan_error: server: -EINVAL when the client's plan disagrees with the
+ *	server's; the run ends with it once the client has been told
  * @server_leaves_first: the server disconnects first (its hello said so)
  * @error: first hard error (negative errno), 0 if none
  * @disconnected: the peer disconnected
@@ -253,8 +268,10 @@ struct krping_run {
 
 	unsigned long cm_flags;
 	bool peer_hello;
-	u32 peer_count;
-	u32 count;
+	bool peer_plan;
+	struct krping_plan peer;
+	struct krping_plan plan;
+	int plan_error;
 	bool server_leaves_first;
 	int error;
 	bool disconnected;

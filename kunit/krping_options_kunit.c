@@ -1478,6 +1478,85 @@ static void krping_test_addr_scope(struct kunit *test)
 			htonl(0x0a090001));
 }
 
+/*
+ * A benchmark server's plan for its client's: what the server leaves 0
+ * it follows; what it sets must agree; a hostile plan is refused.
+ */
+static const struct krping_plan_case {
+	const char *desc;
+	struct krping_plan server;	/* count, warmup, duration_ms */
+	struct krping_plan client;
+	int err;
+	struct krping_plan result;
+} krping_plan_cases[] = {
+	{ "follows everything", { 0, 0, 0 }, { 100, 5, 2000 }, 0,
+	  { 100, 5, 2000 } },
+	{ "follows a timed endless client", { 0, 0, 0 }, { 0, 0, 2000 }, 0,
+	  { 0, 0, 2000 } },
+	{ "follows the count", { 0, 5, 0 }, { 100, 5, 0 }, 0, { 100, 5, 0 } },
+	{ "follows the warm-up", { 100, 0, 0 }, { 100, 7, 0 }, 0,
+	  { 100, 7, 0 } },
+	{ "its own time counts", { 0, 0, 1 }, { 0, 0, 2000 }, 0,
+	  { 0, 0, 1 } },
+	{ "equal", { 100, 5, 0 }, { 100, 5, 0 }, 0, { 100, 5, 0 } },
+	{ "endless both", { 0, 0, 0 }, { 0, 0, 0 }, 0, { 0, 0, 0 } },
+	{ "count differs", { 100, 0, 0 }, { 200, 0, 0 }, -EINVAL,
+	  { 100, 0, 0 } },
+	{ "client endless", { 100, 0, 0 }, { 0, 0, 0 }, -EINVAL,
+	  { 100, 0, 0 } },
+	{ "warm-up differs", { 100, 5, 0 }, { 100, 6, 0 }, -EINVAL,
+	  { 100, 5, 0 } },
+	{ "client without warm-up", { 100, 5, 0 }, { 100, 0, 0 }, -EINVAL,
+	  { 100, 5, 0 } },
+	{ "server timed, client not", { 100, 0, 500 }, { 100, 0, 0 },
+	  -EINVAL, { 100, 0, 500 } },
+	{ "count and warm-up beyond 32 bits", { 0, 0, 0 },
+	  { U32_MAX, 1, 0 }, -EINVAL, { 0, 0, 0 } },
+	{ "warm-up beyond 32 bits", { 0, 0, 0 }, { 1, U32_MAX, 0 }, -EINVAL,
+	  { 0, 0, 0 } },
+	{ "longest count", { 0, 0, 0 }, { U32_MAX, 0, 0 }, 0,
+	  { U32_MAX, 0, 0 } },
+	{ "longest time", { 0, 0, 0 }, { 0, 0, KRPING_MAX_DURATION_MS }, 0,
+	  { 0, 0, KRPING_MAX_DURATION_MS } },
+	{ "time beyond a day", { 0, 0, 0 },
+	  { 0, 0, KRPING_MAX_DURATION_MS + 1 }, -EINVAL, { 0, 0, 0 } },
+	{ "time of all ones", { 0, 0, 0 }, { 0, 0, U32_MAX }, -EINVAL,
+	  { 0, 0, 0 } },
+};
+
+static void krping_plan_case_desc(const struct krping_plan_case *c,
+				  char *desc)
+{
+	strscpy(desc, c->desc, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(krping_plan, krping_plan_cases, krping_plan_case_desc);
+
+static void krping_test_plan_follow(struct kunit *test)
+{
+	const struct krping_plan_case *c = test->param_value;
+	struct krping_options opts;
+	struct krping_plan plan, own;
+
+	krping_options_init(&opts);
+	KUNIT_ASSERT_EQ(test,
+			krping_options_parse(&opts, "server,addr=10.9.0.1,wlat"),
+			0);
+	opts.count = c->server.count;
+	opts.warmup = c->server.warmup;
+	opts.duration_ms = c->server.duration_ms;
+	memset(&plan, 0xa5, sizeof(plan));
+	KUNIT_EXPECT_EQ(test, krping_plan_follow(&opts, &c->client, &plan),
+			c->err);
+	KUNIT_EXPECT_EQ(test, plan.count, c->result.count);
+	KUNIT_EXPECT_EQ(test, plan.warmup, c->result.warmup);
+	KUNIT_EXPECT_EQ(test, plan.duration_ms, c->result.duration_ms);
+	/* A plan that follows agrees with the client's, by definition. */
+	KUNIT_EXPECT_EQ(test, krping_plans_agree(&plan, &c->client), !c->err);
+	krping_plan_of(&opts, &own);
+	KUNIT_EXPECT_EQ(test, memcmp(&own, &c->server, sizeof(own)), 0);
+}
+
 static struct kunit_case krping_options_test_cases[] = {
 	KUNIT_CASE(krping_test_defaults),
 	KUNIT_CASE(krping_test_attr_table),
@@ -1499,6 +1578,7 @@ static struct kunit_case krping_options_test_cases[] = {
 	KUNIT_CASE_PARAM(krping_test_validate, krping_validate_gen_params),
 	KUNIT_CASE(krping_test_validate_raw),
 	KUNIT_CASE(krping_test_equal),
+	KUNIT_CASE_PARAM(krping_test_plan_follow, krping_plan_gen_params),
 	{}
 };
 

@@ -22,7 +22,7 @@ from lib.krping import (bench_stats, bench_latency_samples,
                         bench_reports_bandwidth, latency_problems,
                         bandwidth_problems, run_pair, session_latency,
                         session_bandwidth, session_progress, session_reset,
-                        check_progress, check_timed_pair)
+                        check_progress, check_timed_pair, SHORT_TIMEOUT)
 
 COUNT = 20
 SIZE = {"ping": 64, "wlat": 4096, "rlat": 4096, "bw": 4096, "fr": 65536,
@@ -147,6 +147,65 @@ def test_bench_timed(pool, test):
                          duration_ms=DURATION_MS)
     n = check_timed_pair(srv, cli, test, SIZE[test], 3, DURATION_MS)
     print(f"# {test}: {n} iterations in {DURATION_MS} ms")
+
+
+@pytest.mark.either
+@pytest.mark.parametrize("test", BENCH_TESTS)
+def test_server_follows_a_timed_client(pool, test):
+    """A server given no count, warmup or duration_ms runs the plan its
+    client's hello announces: the timed, endless client and its server
+    both end done, every counter exact for the iterations the client
+    did."""
+    srv, cli = pool.pair(count=0, size=SIZE[test], test=test,
+                         client=dict(warmup=3, duration_ms=DURATION_MS))
+    check_timed_pair(srv, cli, test, SIZE[test], 3, DURATION_MS)
+    assert srv.get("duration_ms") == "0" and srv.get("warmup") == "0"
+
+
+@pytest.mark.either
+@pytest.mark.parametrize("test", ["wlat", "rlat", "sbw"])
+def test_server_follows_a_counted_client(pool, test):
+    """A server without a count or warm-up runs its client's count and
+    warm-up: both end done with the counters of count + warmup."""
+    size = SIZE[test]
+    srv, cli = pool.pair(count=0, size=size, test=test,
+                         client=dict(count=COUNT, warmup=WARMUP))
+    assert run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s, role in ((cli, "client"), (srv, "server")):
+        assert s.stats() == bench_stats(test, role, COUNT + WARMUP, size), \
+            s.describe()
+        samples = bench_latency_samples(test, role, COUNT, warmup=WARMUP)
+        assert session_latency(s)["samples"] == samples, s.describe()
+
+
+@pytest.mark.either
+@pytest.mark.parametrize("server,client", [
+    (dict(count=COUNT), dict(count=COUNT + 1)),
+    (dict(count=COUNT), dict(count=0, duration_ms=DURATION_MS)),
+    (dict(count=COUNT, warmup=WARMUP), dict(count=COUNT)),
+    (dict(count=COUNT, warmup=3), dict(count=COUNT, warmup=WARMUP)),
+    (dict(count=COUNT, duration_ms=DURATION_MS), dict(count=COUNT)),
+], ids=["count", "count-timed", "server-warmup", "warmup-differs",
+        "server-timed"])
+def test_plans_that_disagree_end_both_with_einval(pool, server, client):
+    """A server given a count, warmup or duration_ms that disagrees with
+    its client's accepts, so that the client learns the server's plan,
+    and both end failed with EINVAL at once, nothing run."""
+    srv, cli = pool.pair(count=0, size=SIZE["wlat"], test="wlat",
+                         server=server, client=client)
+    begin = time.monotonic()
+    states = run_pair(srv, cli, timeout=SHORT_TIMEOUT)
+    took = time.monotonic() - begin
+    assert states == ("failed", "failed"), \
+        f"{srv.describe()} | {cli.describe()}"
+    assert (srv.error, cli.error) == (-errno.EINVAL, -errno.EINVAL), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s in (srv, cli):
+        assert s.stat("iterations") == 0, s.describe()
+    print(f"# both ended in {took:.1f} s")
+    # a connection's setup and one disconnect: no wait for a peer
+    assert took <= PEER_END * (3 if krping.SLOW else 1), f"took {took:.1f} s"
 
 
 @pytest.mark.either

@@ -97,6 +97,30 @@ def test_qps_variants(pool, test, extra):
 
 
 @pytest.mark.either
+@pytest.mark.parametrize("test", ["wlat", "bw"])
+def test_qps_server_follows_its_client(pool, test):
+    """A group server without a count runs its client's, which each
+    connection's hello carries: every connection of both sides ends done
+    with exactly the client's count."""
+    qps_pair(pool, test, server=dict(count=0))
+
+
+@pytest.mark.either
+def test_qps_plans_that_disagree_end_both_with_einval(pool):
+    """A group whose client runs one iteration more than its server: every
+    connection learns the other side's plan, and both sessions end
+    failed with EINVAL, nothing run."""
+    srv, cli = pool.pair(count=COUNT, size=SIZE["wlat"], test="wlat", qps=2,
+                         client=dict(count=COUNT + 1))
+    assert run_pair(srv, cli, timeout=krping.SHORT_TIMEOUT) == \
+        ("failed", "failed"), f"{srv.describe()} | {cli.describe()}"
+    assert (srv.error, cli.error) == (-errno.EINVAL, -errno.EINVAL), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s in (srv, cli):
+        assert s.stat("iterations") == 0, s.describe()
+
+
+@pytest.mark.either
 def test_qps_one_unchanged(pool):
     """qps=1 (the default): one per_qp line equal to stats/."""
     srv, cli = qps_pair(pool, "bw", qps=1)

@@ -1178,8 +1178,8 @@ def check_progress(s, test, role, n, size, samples):
 
 
 def check_timed_pair(srv, cli, test, size, warmup, duration_ms):
-    """Run a pair with duration_ms set on both sides and check that both
-    end done, that the client measured at least duration_ms, and that
+    """Run a timed pair (duration_ms set on the client, and on the server
+    or taken from the client's hello) and check that both end done, that the client measured at least duration_ms, and that
     every counter is exact for the iterations the client did (the
     server's equal them). Returns that number."""
     states = run_pair(srv, cli)
