@@ -179,7 +179,7 @@ stage_kunit() {
 		return 0
 	fi
 	# A hung UML must not eat CI's 90 minutes.
-	timeout -k 30 "${KRPING_KUNIT_TIMEOUT:-2400}" \
+	timeout --foreground -k 30 "${KRPING_KUNIT_TIMEOUT:-2400}" \
 		bash "$REPO_DIR/scripts/kunit.sh" --tap "$RESULTS/kunit.tap"
 }
 
@@ -588,7 +588,7 @@ stage_kcsan() {
 # two-host (the one-vCPU pairs), and two-host-siw (the only two-vCPU pair
 # of make check) and then package run beside them.
 declare -A NEEDS=(
-	[build]=deps [kunit]=deps [debug-kernel]=deps [bed]=deps
+	[build]=deps [kunit]=deps [debug-kernel]=deps [bed]=build
 	[selftests]=build [selftests-6.1]=build [smoke]=build [newest]="build debug-kernel"
 	[two-host]="build debug-kernel"
 	[two-host-rxe]="build debug-kernel" [two-host-siw]="build debug-kernel"
@@ -623,6 +623,37 @@ ready() {
 		[[ ${state[$n]} == ended ]] || return 1
 	done
 }
+
+# A check ended by a signal (a time limit's TERM, a Ctrl-C, a closed
+# terminal) ends its stages first: each stage runs in a process group of
+# its own (job control), which gets TERM, then KILL after STOP_GRACE
+# seconds; QEMU, ivshmem-server, ssh and every other program a stage
+# started are in it. make forwards TERM to this script.
+STOP_GRACE=10
+# shellcheck disable=SC2317 # run by the traps below
+end_stages() {
+	local sig=$1 pg t
+	trap '' INT TERM HUP
+	tb_log "$sig: ending the running stages: ${pid_stage[*]:-none}"
+	for pg in "${!pid_stage[@]}"; do kill -TERM -- "-$pg" 2>/dev/null || true; done
+	for ((t = 0; t < STOP_GRACE * 10; t++)); do
+		for pg in "${!pid_stage[@]}"; do
+			kill -0 -- "-$pg" 2>/dev/null && break
+			unset "pid_stage[$pg]"
+		done
+		((${#pid_stage[@]})) || break
+		sleep 0.1
+	done
+	for pg in "${!pid_stage[@]}"; do
+		tb_log "$sig: stage ${pid_stage[$pg]} still running after ${STOP_GRACE}s: killed"
+		kill -KILL -- "-$pg" 2>/dev/null || true
+	done
+	exit $((128 + $(kill -l "$sig")))
+}
+trap 'end_stages TERM' TERM
+trap 'end_stages INT' INT
+trap 'end_stages HUP' HUP
+set -m
 
 check_start=$(tb_now)
 declare -A state pid_stage
