@@ -1012,11 +1012,15 @@ static void krping_plan_end(struct krping_run *run)
 			run->plan.count = run->peer.count;
 		run->server_leaves_first = run->peer_hello && run->plan.count;
 	}
-	pr_debug("%s: %s client, count %u, warmup %u, duration_ms %u%s, the %s disconnects first\n",
+	pr_debug("%s: %s client, count %u, the %s disconnects first\n",
 		 run_name(run), run->peer_hello ? "krping" : "foreign",
-		 run->plan.count, run->plan.warmup, run->plan.duration_ms,
-		 run->plan_error ? " (not the client's)" : "",
+		 run->plan.count,
 		 run->server_leaves_first ? "server" : "client");
+	if (o->test != KRPING_TEST_PING)
+		pr_debug("%s: plan: count %u, warmup %u, duration_ms %u%s\n",
+			 run_name(run), run->plan.count, run->plan.warmup,
+			 run->plan.duration_ms,
+			 run->plan_error ? ", not the client's" : "");
 }
 
 /**
@@ -1131,11 +1135,14 @@ int krping_accept(struct krping_run *run)
 		rdma_unlock_handler(child);
 		/*
 		 * A client whose plan we do not follow learns ours from the
-		 * accept and ends; so do we, once it has it.
+		 * accept and ends, maybe before our ESTABLISHED (iWARP); so do
+		 * we, with the plan's error whatever the CM says.
 		 */
 		if (!ret)
 			ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
-		return ret ? ret : run->plan_error;
+		if (run->plan_error && ret != -EINTR)
+			return run->plan_error;
+		return ret;
 	}
 	/*
 	 * A client that gave up while we set up fails the accept with

@@ -1179,9 +1179,10 @@ def check_progress(s, test, role, n, size, samples):
 
 def check_timed_pair(srv, cli, test, size, warmup, duration_ms):
     """Run a timed pair (duration_ms set on the client, and on the server
-    or taken from the client's hello) and check that both end done, that the client measured at least duration_ms, and that
-    every counter is exact for the iterations the client did (the
-    server's equal them). Returns that number."""
+    or taken from the client's hello) and check that both end done,
+    that the client measured at least duration_ms, and that every
+    counter is exact for the iterations the client did (the server's
+    equal them). Returns that number."""
     states = run_pair(srv, cli)
     assert states == ("done", "done"), f"{srv.describe()} | {cli.describe()}"
     n = cli.stat("iterations")
