@@ -9,7 +9,9 @@
 #                -> build.tap (one test per kernel); siw for 6.12 from
 #                Debian's linux-source (build-siw.sh) -> build-siw.tap
 #   bed        the test bed's own tools tested on the host: ivshmem-server
-#              (scripts/testbed/tests; real QEMU, stopped)  -> bed.tap
+#              (scripts/testbed/tests; real QEMU, stopped), and a nested
+#              make check-smoke ended by signals (after build: it boots
+#              the 6.12 modules)  -> bed.tap
 #   selftests  selftests/run_tests.sh in a 6.12 VM  -> selftests-6.12.tap,
 #                                                 selftests-6.12-dmesg.tap
 #   selftests-6.1  the same in a 6.1 VM        -> selftests-6.1.tap,
@@ -179,7 +181,7 @@ stage_kunit() {
 		return 0
 	fi
 	# A hung UML must not eat CI's 90 minutes.
-	timeout --foreground -k 30 "${KRPING_KUNIT_TIMEOUT:-2400}" \
+	timeout -k 30 "${KRPING_KUNIT_TIMEOUT:-2400}" \
 		bash "$REPO_DIR/scripts/kunit.sh" --tap "$RESULTS/kunit.tap"
 }
 
@@ -627,26 +629,31 @@ ready() {
 # A check ended by a signal (a time limit's TERM, a Ctrl-C, a closed
 # terminal) ends its stages first: each stage runs in a process group of
 # its own (job control), which gets TERM, then KILL after STOP_GRACE
-# seconds; QEMU, ivshmem-server, ssh and every other program a stage
-# started are in it. make forwards TERM to this script.
+# seconds. QEMU and every program a stage starts are in it; vm-pair's
+# exit trap ends the ivshmem-server, which detaches. make forwards TERM
+# to this script. The groups come from bash's own job table, which holds
+# a stage started a moment ago before the loop below has noted it; the
+# kills come before any message, which a hung-up terminal can refuse.
 STOP_GRACE=10
 # shellcheck disable=SC2317 # run by the traps below
 end_stages() {
-	local sig=$1 pg t
+	local sig=$1 groups left pg t
+	set +e
 	trap '' INT TERM HUP
+	groups=$(jobs -p)
+	disown -a	# no "Terminated" line per job in the log
+	for pg in $groups; do kill -TERM -- "-$pg" 2>/dev/null; done
 	tb_log "$sig: ending the running stages: ${pid_stage[*]:-none}"
-	for pg in "${!pid_stage[@]}"; do kill -TERM -- "-$pg" 2>/dev/null || true; done
 	for ((t = 0; t < STOP_GRACE * 10; t++)); do
-		for pg in "${!pid_stage[@]}"; do
-			kill -0 -- "-$pg" 2>/dev/null && break
-			unset "pid_stage[$pg]"
-		done
-		((${#pid_stage[@]})) || break
+		left=
+		for pg in $groups; do kill -0 -- "-$pg" 2>/dev/null && left+=" $pg"; done
+		groups=$left
+		[[ -n $groups ]] || break
 		sleep 0.1
 	done
-	for pg in "${!pid_stage[@]}"; do
-		tb_log "$sig: stage ${pid_stage[$pg]} still running after ${STOP_GRACE}s: killed"
-		kill -KILL -- "-$pg" 2>/dev/null || true
+	for pg in $groups; do
+		kill -KILL -- "-$pg" 2>/dev/null
+		tb_log "$sig: stage ${pid_stage[$pg]:-"(just started)"} still running after ${STOP_GRACE}s: killed"
 	done
 	exit $((128 + $(kill -l "$sig")))
 }
@@ -665,7 +672,9 @@ while ((left)); do
 		[[ ${state[$s]} == waiting ]] || continue
 		ready "$s" || continue
 		seq=$((seq + 1))
-		run_stage "$seq" "$s" &
+		# Without job control an async command reads /dev/null; with
+		# it, the terminal, which would stop a stage that reads.
+		run_stage "$seq" "$s" </dev/null &
 		pid_stage[$!]=$s
 		state[$s]=running
 		running=$((running + 1))

@@ -25,6 +25,8 @@ import time
 
 import pytest
 
+from procs import pid_alive
+
 SERVER = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "ivshmem-server")
 PYTHON = "/usr/bin/python3"
@@ -495,14 +497,6 @@ def test_sigterm_cleans_up(start_server, clients, tmp_path):
     # The server leaves without sending disconnect notices.
     with pytest.raises(EOFError):
         a.recv()
-
-
-def pid_alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_detaches(tmp_path, clients):
