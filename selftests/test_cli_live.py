@@ -10,6 +10,7 @@ sessions' sysfs files and the arithmetic of the counters.
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import time
@@ -106,6 +107,54 @@ def test_interval_json(name, validator):
     assert all(x["iterations"] <= n for x in lines), (n, lines)
     # the files are read one by one, not as a snapshot: compare with the end
     assert all(x["samples"] <= n for x in lines), (n, lines)
+
+
+def bar_frames(p_args, name):
+    """Run the CLI with stderr on a terminal; return its exit status, its
+    stdout and every bar frame it drew as (percent, done, total)."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen([PY, str(TOOL), *map(str, p_args), "--name",
+                              name], stdout=subprocess.PIPE, stderr=slave,
+                             text=True)
+        os.close(slave)
+        slave = None
+        seen = b""
+        deadline = time.monotonic() + krping.TIMEOUT
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:     # EIO: the tool closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif p.poll() is not None:
+                break
+        out, _ = p.communicate(timeout=krping.TIMEOUT)
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+    frames = [tuple(int(x) for x in m) for m in
+              re.findall(rb"\] +(\d+)% (\d+)/(\d+)", seen)]
+    return p.returncode, out, frames, seen
+
+
+@krping.STOCK_ONLY
+@needs_bench
+def test_progress_bar_counts_every_qp(name):
+    """With --qps 2 the bar's total is both QPs' iterations (progress/
+    counts them all): it never passes 100 %."""
+    count = 50000
+    rc, out, frames, seen = bar_frames(
+        ["pair", *common(count=count), "--test", "bw", "--qps", 2], name)
+    assert rc == 0, (out, seen)
+    assert frames, seen
+    assert all(total == 2 * count for _, _, total in frames), frames
+    assert all(done <= total for _, done, total in frames), frames
 
 
 @krping.STOCK_ONLY

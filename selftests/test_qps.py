@@ -449,6 +449,21 @@ def test_qps_stop_mid_run(pool, test, side, how):
 
 
 @krping.STOCK_ONLY
+def test_cli_qps_warmup_is_not_in_the_figures(name, validator):
+    """A bw row's #iterations counts one QP's measured operations: with
+    --warmup and --qps 2 it is the count, as perftest's."""
+    cp = cli("pair", *common(count=COUNT), "--test", "bw", "--size", 4096,
+             "--qps", 2, "--warmup", 5, "--json", "--name", name, check=0)
+    doc = json.loads(cp.stdout)
+    valid(validator, doc)
+    run = doc["results"][0]
+    assert run["ok"], cp.stderr
+    side = run["sides"]["client"]
+    assert side["stats"]["iterations"] == 2 * (COUNT + 5), side
+    assert side["figures"]["iterations"] == COUNT, side
+
+
+@krping.STOCK_ONLY
 def test_cli_qps(name, validator):
     """krping pair --qps 4: the table's figures are the sums, per_qp in
     the JSON (valid against the schema) and after the table."""
@@ -467,6 +482,9 @@ def test_cli_qps(name, validator):
         assert side["stats"] == {k: QPS * v for k, v in one.items()}, side
     cli_side = run["sides"]["client"]
     assert cli_side["bandwidth"]["bytes"] == QPS * COUNT * 4096, cli_side
+    assert cli_side["qps"] == QPS, cli_side
+    # perftest's #iterations: one QP's measured operations
+    assert cli_side["figures"]["iterations"] == COUNT, cli_side
     cp = cli("pair", *common(count=COUNT), "--test", "bw", "--size", 4096,
              "--qps", QPS, "--name", name + "t", check=0)
     assert cp.returncode == 0, cp.stderr
