@@ -1133,16 +1133,21 @@ int krping_accept(struct krping_run *run)
 		rdma_lock_handler(child);
 		ret = rdma_accept(child, &param);
 		rdma_unlock_handler(child);
-		/*
-		 * A client whose plan we do not follow learns ours from the
-		 * accept and ends, maybe before our ESTABLISHED (iWARP); so do
-		 * we, with the plan's error whatever the CM says.
-		 */
-		if (!ret)
+		if (!ret) {
 			ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
-		if (run->plan_error && ret != -EINTR)
-			return run->plan_error;
-		return ret;
+			if (!run->plan_error || ret == -EINTR)
+				return ret;
+			/*
+			 * A client whose plan we do not follow learns ours
+			 * from the accept and disconnects, maybe before our
+			 * ESTABLISHED (iWARP). Leave after it, so that our
+			 * disconnect cannot overtake its ESTABLISHED.
+			 */
+			if (!ret)
+				ret = krping_wait_disconnect(run,
+							     KRPING_FLUSH_TIMEOUT);
+			return ret == -EINTR ? ret : run->plan_error;
+		}
 	}
 	/*
 	 * A client that gave up while we set up fails the accept with
