@@ -162,33 +162,9 @@ def test_progress_bar_counts_every_qp(name):
 def test_progress_bar_on_a_terminal(name):
     """On a terminal, a finite benchmark draws a bar on stderr (and
     clears it before the table)."""
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.Popen(
-            [PY, str(TOOL), "pair", *map(str, common(count=0)), "--test",
-             "wlat", "--duration", "1.5", "--name", name],
-            stdout=subprocess.PIPE, stderr=slave, text=True)
-        os.close(slave)
-        slave = None
-        seen = b""
-        deadline = time.monotonic() + krping.TIMEOUT
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:     # EIO: the tool closed the terminal
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            elif p.poll() is not None:
-                break
-        out, _ = p.communicate(timeout=krping.TIMEOUT)
-    finally:
-        os.close(master)
-        if slave is not None:
-            os.close(slave)
-    assert p.returncode == 0, (out, seen)
+    rc, out, _, seen = bar_frames(
+        ["pair", *common(count=0), "--test", "wlat", "--duration", "1.5"],
+        name)
+    assert rc == 0, (out, seen)
     assert b"\r[#" in seen and b"%" in seen, seen
     assert b"/1.5 s" in seen, seen
