@@ -1079,7 +1079,9 @@ int krping_connect(struct krping_run *run)
  * krping_accept() - server: listen, take one connection and accept it
  * @run: the run
  *
- * Return: 0 when connected with a receive posted, or a negative errno.
+ * Return: 0 when connected with a receive posted, -EINVAL once a client
+ * whose plan the server does not follow has seen the server's and left
+ * (see krping_plan_end()), or another negative errno.
  */
 int krping_accept(struct krping_run *run)
 {
