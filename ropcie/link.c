@@ -111,8 +111,10 @@ static void ropcie_link_beat(struct work_struct *work)
 	if (link->stopping)
 		goto unlock;
 	why = xchg(&link->fail_reason, NULL);
-	if (why && link->state == ROPCIE_LINK_UP)
+	if (why && link->state == ROPCIE_LINK_UP) {
+		atomic64_inc(&link->protocol_errors);
 		ropcie_link_down(link, why);
+	}
 	ropcie_link_snapshot(&in, link->hw->in, sizeof(in));
 	ret = ropcie_wire_hdr_check(&in, &link->gin);
 	if (ret == -EPROTO && link->peer_epoch)
@@ -206,13 +208,13 @@ static void ropcie_link_db_run(struct tasklet_struct *t)
  * @link: the link
  * @why: what it did, for down_reason (a string that lives for ever)
  *
- * Any context. The next beat, queued now, takes the link down: every
- * connection over it ends, and the link comes up again with fresh rings
- * if the peer still follows the handshake.
+ * Any context. The next beat, queued now, takes the link down and counts
+ * one protocol error, however many producers and consumers reported the
+ * fault before it: every connection over the link ends, and the link
+ * comes up again with fresh rings if the peer still follows the handshake.
  */
 void ropcie_link_fail(struct ropcie_link *link, const char *why)
 {
-	atomic64_inc(&link->protocol_errors);
 	cmpxchg(&link->fail_reason, NULL, why);
 	ropcie_link_beat_now(link);
 }

@@ -82,7 +82,8 @@ enum ropcie_link_state {
  * @ups: transitions to up
  * @downs: transitions to down
  * @doorbells: doorbells rung by the peer
- * @protocol_errors: headers the peer wrote that no correct peer writes
+ * @protocol_errors: headers the peer wrote that no correct peer writes,
+ *	and faults in its rings that took the link down (one each)
  * @down_reason: why the link last went down
  * @stopping: unregister began: the beat does nothing more
  * @db_lock: orders doorbell events against unregister
