@@ -545,6 +545,9 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	ibqp = ropcie_iw_get_qp(cm_id->device, param->qpn);
 	if (!ibqp)
 		return -EINVAL;
+	ret = ropcie_may_connect(to_rqp(ibqp));
+	if (ret)
+		return ret;
 	creq = ropcie_creq_new();
 	if (!creq)
 		return -ENOMEM;
@@ -630,10 +633,9 @@ static int ropcie_link_accept(struct iw_cm_id *cm_id,
 	u32 conn = 0;
 	int ret;
 
-	if (!pqp) {
-		ret = -EINVAL;
+	ret = pqp ? ropcie_may_connect(pqp) : -EINVAL;
+	if (ret)
 		goto refuse;
-	}
 	msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
 	ret = msg ? ropcie_lx_conn_add(x, creq->gen, pqp, &conn) : -ENOMEM;
 	if (ret)
@@ -711,7 +713,9 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 		return ret;
 	}
 	aqp = creq->qp;
-	ret = pqp ? ropcie_qp_free_for_conn(pqp) : -EINVAL;
+	ret = pqp ? ropcie_may_connect(pqp) : -EINVAL;
+	if (!ret)
+		ret = ropcie_qp_free_for_conn(pqp);
 	if (ret)
 		goto refuse;
 	pqp->transport = &ropcie_loopback_transport;

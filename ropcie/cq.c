@@ -42,8 +42,7 @@ int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	u32 size;
 	int ret;
 
-	if (attrs)	/* kernel consumers only */
-		return -EOPNOTSUPP;
+	/* A user's CQ (@attrs set) is polled through ib_uverbs: no mmap. */
 	if (attr->flags || !attr->cqe || attr->cqe > ROPCIE_MAX_CQE)
 		return -EINVAL;
 	if (atomic_inc_return(&dev->num_cq) > ROPCIE_MAX_CQ) {

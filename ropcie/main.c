@@ -269,18 +269,22 @@ static void ropcie_dealloc_driver(struct ib_device *ibdev)
 
 static const struct ib_device_ops ropcie_dev_ops = {
 	.owner = THIS_MODULE,
-	.driver_id = RDMA_DRIVER_UNKNOWN,
+	/* libipathverbs's ABI 1: plain ib_uverbs commands (uverbs.c). */
+	.driver_id = RDMA_DRIVER_QIB,
 	.uverbs_abi_ver = 1,
 
 	.alloc_mr = ropcie_alloc_mr,
 	.alloc_pd = ropcie_alloc_pd,
+	.alloc_ucontext = ropcie_alloc_ucontext,
 	.create_cq = ropcie_create_cq,
 	.create_qp = ropcie_create_qp,
 	.dealloc_driver = ropcie_dealloc_driver,
 	.dealloc_pd = ropcie_dealloc_pd,
+	.dealloc_ucontext = ropcie_dealloc_ucontext,
 	.dereg_mr = ropcie_dereg_mr,
 	.destroy_cq = ropcie_destroy_cq,
 	.destroy_qp = ropcie_destroy_qp,
+	.disassociate_ucontext = ropcie_disassociate_ucontext,
 	.get_dma_mr = ropcie_get_dma_mr,
 	.get_port_immutable = ropcie_get_port_immutable,
 	.iw_accept = ropcie_iw_accept,
@@ -307,6 +311,7 @@ static const struct ib_device_ops ropcie_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, ropcie_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, ropcie_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, ropcie_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, ropcie_ucontext, ibuc),
 };
 
 /* The ropcie device on @netdev, or NULL. Caller holds the list mutex. */
@@ -369,6 +374,7 @@ static int ropcie_newlink(const char *name, struct net_device *netdev)
 	ibdev->iw_driver_flags = IW_F_NO_PORT_MAP;
 	memcpy(ibdev->iw_ifname, netdev->name, sizeof(ibdev->iw_ifname));
 	ib_set_device_ops(ibdev, &ropcie_dev_ops);
+	ropcie_uverbs_setup(ibdev);
 
 	ret = ib_device_set_netdev(ibdev, netdev, 1);
 	if (ret)

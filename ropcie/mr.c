@@ -5,13 +5,17 @@
  *
  * The device has no DMA master of its own (dma_device is NULL), so the
  * DMA addresses ULPs see are kernel virtual addresses, and a fast-reg
- * page list holds the virtual addresses of its pages.
+ * page list holds the virtual addresses of its pages. A user's MR pins
+ * its pages and keeps the same kind of list: its bytes are copied through
+ * the kernel's mapping, by whichever thread moves them.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/math64.h>
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
 
 #include "ropcie.h"
 
@@ -57,7 +61,9 @@ static void ropcie_mr_free(struct ropcie_dev *dev, struct ropcie_mr *mr)
 	xa_erase_irq(&dev->mr_xa, mr->key >> 8);
 	ropcie_mr_put(mr);
 	wait_for_completion(&mr->released);
-	kfree(mr->pages);
+	if (mr->umem)
+		ib_umem_release(mr->umem);
+	kvfree(mr->pages);
 	kfree(mr);
 	atomic_dec(&dev->num_mr);
 }
@@ -77,7 +83,40 @@ struct ib_mr *ropcie_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
 				 KRPING_COMPAT_REG_USER_MR_DMAH
 				 struct ib_udata *udata)
 {
-	return ERR_PTR(-EOPNOTSUPP);	/* no user-space provider */
+	struct ib_block_iter biter;
+	struct ropcie_mr *mr;
+	struct ib_umem *umem;
+	size_t n;
+
+	if (access & IB_ACCESS_ON_DEMAND)
+		return ERR_PTR(-EOPNOTSUPP);
+	/* Pins the pages within RLIMIT_MEMLOCK (or with CAP_IPC_LOCK). */
+	umem = ib_umem_get(pd->device, start, len, access);
+	if (IS_ERR(umem))
+		return ERR_CAST(umem);
+	mr = ropcie_mr_new(pd, access, false);
+	if (IS_ERR(mr)) {
+		ib_umem_release(umem);
+		return ERR_CAST(mr);
+	}
+	mr->umem = umem;
+	n = ib_umem_num_dma_blocks(umem, PAGE_SIZE);
+	mr->pages = kvcalloc(n, sizeof(u64), GFP_KERNEL);
+	if (!mr->pages) {
+		ropcie_mr_free(to_rdev(pd->device), mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	rdma_umem_for_each_dma_block(umem, &biter, PAGE_SIZE)
+		mr->pages[mr->npages++] = rdma_block_iter_dma_address(&biter);
+	mr->max_pages = mr->npages;
+	mr->ibmr.page_size = PAGE_SIZE;
+	mr->ibmr.iova = virt;
+	mr->ibmr.length = len;
+	/* ib_core checked that @start and @virt share their page offset. */
+	mr->fbo = ib_umem_offset(umem);
+	/* Lookups may use it from here: ropcie_mr_access() acquires. */
+	smp_store_release(&mr->valid, true);
+	return &mr->ibmr;
 }
 
 struct ib_mr *ropcie_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
@@ -282,7 +321,7 @@ enum ib_wc_status ropcie_mr_register(struct ropcie_dev *dev,
 
 	if (!cur)
 		return st;
-	if (cur == mr && !cur->dma && cur->ibmr.pd == pd &&
+	if (cur == mr && !cur->dma && !cur->umem && cur->ibmr.pd == pd &&
 	    !READ_ONCE(cur->valid)) {
 		WRITE_ONCE(cur->access, access);
 		WRITE_ONCE(cur->key, key);
@@ -306,7 +345,8 @@ enum ib_wc_status ropcie_mr_register(struct ropcie_dev *dev,
  * never wait for anything, so the wait is as long as the longest copy.
  *
  * Context: task; sleeps. The caller must not have entered the MR.
- * Return: 0, -ENOENT for an unknown key, -EPERM for a DMA MR or another PD.
+ * Return: 0, -ENOENT for an unknown key, -EPERM for a DMA MR, a user's
+ * MR (only fast-reg MRs are invalidated) or another PD.
  */
 int ropcie_mr_invalidate(struct ropcie_dev *dev, struct ib_pd *pd, u32 key)
 {
@@ -316,7 +356,7 @@ int ropcie_mr_invalidate(struct ropcie_dev *dev, struct ib_pd *pd, u32 key)
 	might_sleep();
 	if (!mr)
 		return -ENOENT;
-	if (mr->dma || mr->ibmr.pd != pd) {
+	if (mr->dma || mr->umem || mr->ibmr.pd != pd) {
 		ret = -EPERM;
 	} else {
 		WRITE_ONCE(mr->valid, false);

@@ -464,8 +464,6 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	u32 id;
 	int ret;
 
-	if (udata)
-		return -EOPNOTSUPP;
 	if (attr->qp_type != IB_QPT_RC || attr->srq || attr->create_flags)
 		return -EOPNOTSUPP;
 	if (cap->max_send_wr > ROPCIE_MAX_QP_WR ||
@@ -473,12 +471,17 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	    cap->max_send_sge > ROPCIE_MAX_SGE ||
 	    cap->max_recv_sge > ROPCIE_MAX_SGE || cap->max_inline_data)
 		return -EINVAL;
+	if (udata && atomic_inc_return(&dev->num_user_qp) > ROPCIE_MAX_USER_QP) {
+		ret = -ENOSPC;
+		goto err_user;
+	}
 	if (atomic_inc_return(&dev->num_qp) > ROPCIE_MAX_QP) {
 		ret = -ENOMEM;
 		goto err_count;
 	}
 
 	qp->dev = dev;
+	qp->owner = ropcie_uverbs_qp_owner(udata);
 	qp->transport = &ropcie_loopback_transport;
 	mutex_init(&qp->lx.wait_lock);
 	refcount_set(&qp->ref, 1);
@@ -534,7 +537,11 @@ err_rq:
 err_sq:
 	ropcie_ring_free(&qp->sq);
 err_count:
+	put_pid(qp->owner);
 	atomic_dec(&dev->num_qp);
+err_user:
+	if (udata)
+		atomic_dec(&dev->num_user_qp);
 	return ret;
 }
 
@@ -560,6 +567,9 @@ int ropcie_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	wait_for_completion(&qp->freed);
 	ropcie_ring_free(&qp->sq);
 	ropcie_ring_free(&qp->rq);
+	if (qp->owner)
+		atomic_dec(&dev->num_user_qp);
+	put_pid(qp->owner);
 	atomic_dec(&dev->num_qp);
 	return 0;
 }
@@ -573,8 +583,6 @@ int ropcie_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	bool close = false;
 	int ret = 0;
 
-	if (udata)
-		return -EOPNOTSUPP;
 	if (!(mask & IB_QP_STATE))
 		return 0;
 

@@ -42,6 +42,8 @@
 #define ROPCIE_MAX_FR_PAGES	4096
 #define ROPCIE_MAX_MSG		0x80000000U
 #define ROPCIE_MAX_IRD_ORD	128
+/* QPs of user space per device: each one costs a kthread. */
+#define ROPCIE_MAX_USER_QP	128
 
 struct ropcie_transport_ops;
 struct ropcie_xport;
@@ -58,6 +60,13 @@ struct ropcie_dev {
 	u32 mr_next;			/* allocation cursor of mr_xa */
 	enum ib_port_state port_state;
 	atomic_t num_qp, num_cq, num_mr, num_pd;
+	atomic_t num_user_qp;
+};
+
+/* A process's open of the device (uverbs.c). */
+struct ropcie_ucontext {
+	struct ib_ucontext ibuc;
+	struct pid *owner;		/* the process that opened it */
 };
 
 struct ropcie_pd {
@@ -100,6 +109,8 @@ struct ropcie_mr {
 	u64 *pages;			/* fast-reg page list (kernel VAs) */
 	u32 npages, max_pages;
 	u64 fbo;			/* offset of iova in pages[0] */
+	/* A user's MR: its pinned pages, whose kernel VAs are in @pages. */
+	struct ib_umem *umem;
 };
 
 /* A send queue entry: a copy of the posted work request. */
@@ -191,6 +202,7 @@ struct ropcie_qp_lx {
 struct ropcie_qp {
 	struct ib_qp ibqp;
 	struct ropcie_dev *dev;
+	struct pid *owner;		/* a user's QP: its process; else NULL */
 	/* How its requests reach the peer: set before the QP enters RTS. */
 	const struct ropcie_transport_ops *transport;
 	refcount_t ref;			/* owner + iw_cm + peer + lookups */
@@ -265,6 +277,11 @@ static inline struct ropcie_dev *to_rdev(struct ib_device *ibdev)
 	return container_of(ibdev, struct ropcie_dev, ibdev);
 }
 
+static inline struct ropcie_ucontext *to_ructx(struct ib_ucontext *uctx)
+{
+	return container_of(uctx, struct ropcie_ucontext, ibuc);
+}
+
 static inline struct ropcie_pd *to_rpd(struct ib_pd *pd)
 {
 	return container_of(pd, struct ropcie_pd, ibpd);
@@ -337,6 +354,14 @@ int ropcie_get_port_immutable(struct ib_device *ibdev, u32 port,
 			      struct ib_port_immutable *immutable);
 int ropcie_alloc_pd(struct ib_pd *pd, struct ib_udata *udata);
 int ropcie_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata);
+
+/* uverbs.c */
+void ropcie_uverbs_setup(struct ib_device *ibdev);
+int ropcie_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata);
+void ropcie_dealloc_ucontext(struct ib_ucontext *uctx);
+void ropcie_disassociate_ucontext(struct ib_ucontext *uctx);
+int ropcie_may_connect(const struct ropcie_qp *qp);
+struct pid *ropcie_uverbs_qp_owner(struct ib_udata *udata);
 
 /* cq.c */
 int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

@@ -37,7 +37,8 @@ void ropcie_segs_put(struct ropcie_segs *s)
  * @s: filled on success
  *
  * Every SGE's lkey, PD and bounds are checked before the first byte
- * moves: a refused request touches no memory.
+ * moves: a refused request touches no memory. The kernel's DMA lkey
+ * (any kernel address) is the kernel's own: a user's QP names MRs only.
  *
  * Return: IB_WC_SUCCESS with @s filled (ropcie_segs_put() it), or the
  * error status with nothing held.
@@ -57,6 +58,8 @@ enum ib_wc_status ropcie_segs_get(struct ropcie_qp *qp,
 
 		if (!sge[i].length)
 			continue;
+		if (sge[i].lkey == dev->ibdev.local_dma_lkey && qp->owner)
+			goto err;
 		if (sge[i].lkey != dev->ibdev.local_dma_lkey) {
 			mr = ropcie_mr_access(dev, sge[i].lkey, qp->ibqp.pd,
 					      sge[i].addr, sge[i].length,

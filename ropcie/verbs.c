@@ -103,8 +103,6 @@ int ropcie_alloc_pd(struct ib_pd *pd, struct ib_udata *udata)
 {
 	struct ropcie_dev *dev = to_rdev(pd->device);
 
-	if (udata)
-		return -EOPNOTSUPP;
 	if (atomic_inc_return(&dev->num_pd) > ROPCIE_MAX_PD) {
 		atomic_dec(&dev->num_pd);
 		return -ENOMEM;

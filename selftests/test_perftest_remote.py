@@ -34,6 +34,7 @@ import subprocess
 import pytest
 
 from lib import env, krping
+from lib.perftest import iterations
 from lib.remote import SshRemote
 
 pytestmark = pytest.mark.two_host
@@ -117,17 +118,6 @@ def started():
         if p.poll() is None:
             p.kill()
             p.wait()
-
-
-def iterations(text):
-    """The #iterations column of perftest's result line, or None."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines[:-1]):
-        if "#bytes" in line and "#iterations" in line:
-            fields = lines[i + 1].split()
-            if len(fields) > 1 and fields[1].isdigit():
-                return int(fields[1])
-    return None
 
 
 # What perftest prints when rdma_connect() itself fails with

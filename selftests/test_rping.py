@@ -2,15 +2,13 @@
 """Wire compatibility with rping from rdma-core, both directions."""
 
 import os
-import shutil
-import subprocess
 
 import pytest
 
-from lib import krping, rping
+from lib import krping
+from lib.rping import RPING, Rping
 from lib.krping import ping_stats
 
-RPING = shutil.which("rping") or "/usr/bin/rping"
 SIZES = [64, 4096, 65535]      # rping takes 23..65535
 # The debug kernel runs the odd size that spans pages; the others take
 # the same kernel path (stock_only).
@@ -28,53 +26,6 @@ def rping_ok():
                     "or no devtmpfs)")
     if krping.cm_listeners() is None:
         pytest.skip("`rdma -j resource show cm_id` does not work here")
-
-
-class Rping:
-    """An rping process with bounded waits; killed in close()."""
-
-    def __init__(self, args):
-        self.args = [RPING] + args
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        self.output = None
-
-    def wait(self, timeout=krping.TIMEOUT):
-        try:
-            self.output, _ = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.close()
-            raise AssertionError(f"{' '.join(self.args)} still running "
-                                 f"after {timeout}s: {self.output}")
-        return self.proc.returncode
-
-    def wait_ok(self):
-        """Wait; did the run pass (lib/rping.py: exit 0, or rping's
-        own exit race after a clean run)?"""
-        rc = self.wait()
-        if rping.lost_exit_race(rc, self.output):
-            print(f"# rping lost its exit race: {self.describe()}")
-        return rping.exit_ok(rc, self.output)
-
-    def wait_listening(self, port):
-        """Until rping's rdma_cm listener on port shows up (bounded)."""
-        def ready():
-            if self.proc.poll() is not None:
-                self.output, _ = self.proc.communicate()
-                raise AssertionError("rping exited before listening: "
-                                     + self.describe())
-            return port in (krping.cm_listeners() or set())
-        krping.wait_for(ready, timeout=krping.SHORT_TIMEOUT, interval=0.1,
-                        what=f"rping listening on port {port}")
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.output, _ = self.proc.communicate(timeout=10)
-
-    def describe(self):
-        return (f"{' '.join(self.args)} -> {self.proc.returncode}: "
-                f"{(self.output or '').strip()}")
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ PKGS=(
 	qemu-system-x86 busybox-static kmod cpio initramfs-tools
 	# The guest uses the host's userland over 9p.
 	rdma-core ibverbs-utils rdmacm-utils perftest iproute2
+	# User-space verbs over ropcie (test_ropcie_uverbs.py): pyverbs.
+	python3-pyverbs
 	python3 python3-pytest
 	# Real ULPs over ropcie in the guest (test_ulp.py): nfsd's tools and
 	# mount.nfs4. Their services are never started on the host.

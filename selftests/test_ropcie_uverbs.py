@@ -1,0 +1,329 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""ropcie from user space: Debian's own libibverbs (its stock
+libipathverbs provider, Documentation/ropcie.rst "User space") opens
+ropcie0; rdma-core's rping runs against itself and against krping over
+it; a pyverbs program (uverbs_peer.py) checks what a user may name, and
+the device ends in bounded time under a process that holds it.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from lib import krping, ropcie
+from lib.krping import ping_stats
+from lib.perftest import iterations
+from lib.ropcie import ADDR, ROPCIE_DEV, ensure_setup, teardown_setup
+from lib.rping import RPING, Rping
+
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                    "uverbs_peer.py")
+COUNT = 10
+SIZES = [64, 4096, 65535]       # rping takes 23..65535
+NOBODY = 65534
+# perftest's five tools, each with -R (rdma_cm: iWARP connects no other
+# way), exact counts of PERF_ITERS iterations of PERF_SIZE bytes.
+PERFTEST = ("ib_send_lat", "ib_send_bw", "ib_write_lat", "ib_write_bw",
+            "ib_read_lat")
+PERF_ITERS, PERF_SIZE = 200, 4096
+# ibv_wc_status
+WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ropcie_env():
+    ropcie.require_loaded()
+    for tool, package in ((RPING, "rdmacm-utils"),
+                          ("/usr/bin/ibv_devinfo", "ibverbs-utils")):
+        if not os.access(tool, os.X_OK):
+            ropcie.missing(f"{tool} not installed (package {package})")
+    if subprocess.run([sys.executable, "-c", "import pyverbs.cmid"],
+                      capture_output=True).returncode:
+        ropcie.missing("pyverbs not installed (package python3-pyverbs)")
+    ensure_setup()
+    yield
+    teardown_setup()
+
+
+@pytest.fixture(autouse=True)
+def ropcie_ready(ropcie_env):
+    # A test that deleted the device leaves it to us.
+    ensure_setup()
+
+
+@pytest.fixture
+def procs():
+    started = []
+    yield started
+    for p in started:
+        if isinstance(p, Rping):
+            p.close()
+        elif p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def peer(procs, *args, user=None):
+    """Start uverbs_peer.py ARGS (as NOBODY when user is set)."""
+    p = subprocess.Popen([sys.executable, PEER, *map(str, args)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=user)
+    procs.append(p)
+    return p
+
+
+def peer_result(p, timeout=krping.TIMEOUT):
+    """The last JSON line of a peer that ended with exit 0."""
+    out, err = p.communicate(timeout=timeout)
+    assert p.returncode == 0, f"uverbs_peer.py exit {p.returncode}: {err}"
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def first_line(p, timeout=krping.SHORT_TIMEOUT):
+    """The first JSON line a peer prints, within timeout."""
+    box = []
+    t = threading.Thread(target=lambda: box.append(p.stdout.readline()),
+                         daemon=True)
+    t.start()
+    t.join(timeout)
+    assert box and box[0], f"uverbs_peer.py said nothing in {timeout} s"
+    return json.loads(box[0])
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def rping_args(role, port, size, count=COUNT):
+    return [f"-{role}", "-a", ADDR, "-p", str(port), "-C", str(count),
+            "-v", "-V", "-S", str(size)]
+
+
+def ping_lines(output):
+    """The pings rping -v printed (one per validated iteration)."""
+    return len(re.findall(r"ping data: rdma-ping-\d+", output or ""))
+
+
+def test_ibv_devinfo_opens_ropcie():
+    """libibverbs binds ropcie0 to a provider without a warning and reads
+    its port: iWARP, active."""
+    cp = subprocess.run(["ibv_devinfo", "-d", ROPCIE_DEV], capture_output=True,
+                        text=True, timeout=krping.SHORT_TIMEOUT)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stderr == "", cp.stderr
+    assert re.search(r"hca_id:\s+ropcie0", cp.stdout), cp.stdout
+    assert re.search(r"transport:\s+iWARP", cp.stdout), cp.stdout
+    assert re.search(r"state:\s+PORT_ACTIVE", cp.stdout), cp.stdout
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rping_user_to_user(procs, size):
+    """rping against rping over ropcie0: every ping validated, on both
+    sides, exactly COUNT of them."""
+    port = krping.next_port()
+    srv = Rping(rping_args("s", port, size))
+    procs.append(srv)
+    srv.wait_listening(port)
+    cli = Rping(rping_args("c", port, size))
+    procs.append(cli)
+    assert cli.wait_ok(), cli.describe()
+    assert srv.wait_ok(), srv.describe()
+    assert ping_lines(cli.output) == COUNT, cli.describe()
+    assert ping_lines(srv.output) == COUNT, srv.describe()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rping_client_krping_server(procs, pool, size):
+    """A user-space QP talks to a kernel QP: rping's client against a
+    krping server over ropcie0."""
+    port = krping.next_port()
+    srv = pool.session("s", role="server", addr=ADDR, port=port,
+                       count=COUNT, size=size)
+    srv.start()
+    srv.expect_state("listening")
+    cli = Rping(rping_args("c", port, size))
+    procs.append(cli)
+    ok = cli.wait_ok()
+    end = srv.wait_end()
+    assert ok, cli.describe() + " | " + srv.describe()
+    assert end == "done", srv.describe() + " | " + cli.describe()
+    assert srv.device == ROPCIE_DEV, srv.describe()
+    assert srv.stats() == ping_stats("server", COUNT, size), srv.describe()
+    assert ping_lines(cli.output) == COUNT, cli.describe()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_krping_client_rping_server(procs, pool, size):
+    """And the reverse: krping's client against rping's server."""
+    port = krping.next_port()
+    srv = Rping(rping_args("s", port, size))
+    procs.append(srv)
+    srv.wait_listening(port)
+    cli = pool.session("c", role="client", addr=ADDR, port=port,
+                       count=COUNT, size=size, validate=1)
+    cli.start()
+    end = cli.wait_end()
+    if end != "done":
+        srv.close()
+        pytest.fail(f"{cli.describe()} | {srv.describe()}")
+    assert srv.wait_ok(), srv.describe()
+    assert cli.device == ROPCIE_DEV, cli.describe()
+    assert cli.stats() == ping_stats("client", COUNT, size), cli.describe()
+    assert ping_lines(srv.output) == COUNT, srv.describe()
+
+
+def perftest(prog, port, *tail):
+    """prog over ropcie0 with rdma_cm; bounded by timeout(1): perftest
+    has no timeout of its own."""
+    cmd = ["timeout", str(int(krping.TIMEOUT)), prog, "-d", ROPCIE_DEV, "-R",
+           "-s", str(PERF_SIZE), "-n", str(PERF_ITERS), "-p", str(port), "-F",
+           *tail]
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+@pytest.mark.parametrize("prog", PERFTEST)
+def test_perftest_over_ropcie(procs, prog):
+    """perftest's server and client on ropcie0: both exit 0, and the
+    client reports exactly the iterations asked for."""
+    port = krping.next_port()
+    srv = perftest(prog, port)
+    procs.append(srv)
+
+    def listening():
+        assert srv.poll() is None, \
+            f"{prog} server exited {srv.returncode}: {srv.stdout.read()}"
+        return port in (krping.cm_listeners() or set())
+    krping.wait_for(listening, timeout=krping.SHORT_TIMEOUT, interval=0.2,
+                    what=f"{prog} listening on port {port}")
+    cli = perftest(prog, port, ADDR)
+    procs.append(cli)
+    crc, cout = krping.finish(cli, krping.TIMEOUT + 10)
+    src, sout = krping.finish(srv, krping.TIMEOUT + 10)
+    assert crc == 0, f"{prog} client exited {crc}: {cout[-800:]}"
+    assert src == 0, f"{prog} server exited {src}: {sout[-800:]}"
+    assert iterations(cout) == PERF_ITERS, f"{prog} client: {cout[-800:]}"
+
+
+def test_user_qp_cannot_use_the_kernels_dma_lkey(procs):
+    """A user's SEND from its own MR arrives; the same SGE with lkey 0
+    (the kernel's local DMA lkey, any kernel address) completes with
+    LOC_PROT_ERR and moves no byte: the QP goes to error, and the
+    server's second receive is flushed."""
+    port = krping.next_port()
+    srv = peer(procs, "server", ADDR, port)
+    assert first_line(srv) == {"listening": True}
+    cli = peer_result(peer(procs, "client", ADDR, port))
+    res = peer_result(srv)
+    print(f"# client {cli} | server {res}")
+    assert cli["mr_lkey"]["status"] == WC_SUCCESS, cli
+    assert cli["dma_lkey"]["status"] == WC_LOC_PROT_ERR, cli
+    assert res["first"]["status"] == WC_SUCCESS, res
+    assert res["first"]["byte_len"] == 64 and res["data_ok"], res
+    assert res["second"]["status"] == WC_WR_FLUSH_ERR, res
+
+
+def test_user_qp_of_another_process_is_refused(procs):
+    """A QP number given to rdma_connect must be the caller's own QP: an
+    unprivileged process that names a root process's QP (in INIT, so
+    connectable) gets EACCES, and a number that is no QP gets EINVAL."""
+    holder = peer(procs, "hold", ROPCIE_DEV)
+    qpn = first_line(holder)["qpn"]
+    port = krping.next_port()
+    theirs = peer_result(peer(procs, "connect", ADDR, port, qpn,
+                              user=as_nobody))
+    nobody = peer_result(peer(procs, "connect", ADDR, port, 0xfffff0,
+                              user=as_nobody))
+    assert theirs == {"connect": "EACCES"}, theirs
+    assert nobody == {"connect": "EINVAL"}, nobody
+
+
+def test_user_mr_honours_rlimit_memlock(procs):
+    """An unprivileged process pins no more than RLIMIT_MEMLOCK."""
+    import resource
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (1 << 20, 1 << 20))
+        as_nobody()
+
+    small = peer_result(peer(procs, "reg", ROPCIE_DEV, 64 << 10,
+                             user=limited))
+    big = peer_result(peer(procs, "reg", ROPCIE_DEV, 8 << 20, user=limited))
+    assert small == {"reg": "ok"}, small
+    assert big == {"reg": "ENOMEM"}, big
+
+
+def resources_of(kind, pid):
+    """The restrack entries of kind (qp, mr, cq, pd) on ropcie0 that
+    belong to pid."""
+    cp = subprocess.run(["rdma", "-j", "resource", "show", kind],
+                        capture_output=True, text=True,
+                        timeout=krping.SHORT_TIMEOUT)
+    assert cp.returncode == 0, cp.stderr
+    return [r for r in json.loads(cp.stdout or "[]")
+            if r.get("ifname", r.get("dev")) == ROPCIE_DEV and
+            r.get("pid") == pid]
+
+
+def test_killed_user_process_releases_everything(procs, pool):
+    """rping's client killed mid-run: its QP, CQs, MRs (their pinned
+    pages) and PD are gone within a bound, rping's server ends, and a
+    krping ping over ropcie0 then runs."""
+    port = krping.next_port()
+    srv = Rping(["-s", "-a", ADDR, "-p", str(port), "-C", "0",
+                 "-S", "65535"])
+    procs.append(srv)
+    srv.wait_listening(port)
+    cli = Rping(["-c", "-a", ADDR, "-p", str(port), "-C", "0",
+                 "-S", "65535"])
+    procs.append(cli)
+    pid = cli.proc.pid
+    krping.wait_for(lambda: resources_of("qp", pid), timeout=krping.TIMEOUT,
+                    what="rping's client QP")
+    time.sleep(1.0)
+    assert cli.proc.poll() is None, cli.describe()
+    mrs = resources_of("mr", pid)
+    assert mrs, "rping's client registered no MR"
+    cli.proc.send_signal(signal.SIGKILL)
+    cli.wait()
+    krping.wait_for(lambda: not any(resources_of(k, pid)
+                                    for k in ("qp", "mr", "cq", "pd")),
+                    timeout=krping.SHORT_TIMEOUT,
+                    what="the killed client's resources released")
+    srv.wait()
+    s, c = pool.pair(count=COUNT, size=4096, addr=ADDR, validate=1)
+    s.start()
+    s.expect_state("listening")
+    c.start()
+    assert c.wait_end() == "done", c.describe()
+    assert s.wait_end() == "done", s.describe()
+
+
+def test_link_delete_while_a_process_holds_the_device(procs):
+    """rdma link delete while a process holds a context, PD, CQ, QP and
+    MR of ropcie0 returns within a bound (ib_core takes the objects from
+    the process), and the process's next verb fails with EIO."""
+    holder = peer(procs, "hold", ROPCIE_DEV)
+    first_line(holder)
+    t0 = time.monotonic()
+    cp = subprocess.run(["rdma", "link", "delete", ROPCIE_DEV],
+                        capture_output=True, text=True,
+                        timeout=krping.SHORT_TIMEOUT)
+    took = time.monotonic() - t0
+    print(f"# rdma link delete took {took:.2f} s")
+    assert cp.returncode == 0, cp.stderr
+    assert not ropcie.link_exists()
+    holder.stdin.write("go\n")
+    holder.stdin.flush()
+    assert peer_result(holder) == {"after": "EIO"}

@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""A user-space verbs program with pyverbs (rdma-core's Python binding of
+libibverbs and librdmacm), for what rping and perftest cannot be told
+to do. Its QP is its own (created with ibv_create_qp, moved to INIT and
+named by number in rdma_connect or rdma_accept), so it can post any
+work request. Prints one JSON object on stdout.
+
+usage:
+  uverbs_peer.py server ADDR PORT     accept one connection, post two
+                                      receives, report their completions
+  uverbs_peer.py client ADDR PORT     connect; SEND with the MR's lkey,
+                                      then the same bytes with lkey 0
+                                      (the kernel's DMA lkey); report
+                                      both completions
+  uverbs_peer.py connect ADDR PORT QPN
+                                      rdma_connect naming QP number QPN
+                                      (not ours): report the errno
+  uverbs_peer.py hold DEV             a QP in INIT on DEV, its number
+                                      printed; waits for a line on stdin,
+                                      then tries one more verb
+  uverbs_peer.py reg DEV BYTES        register an MR of BYTES: the errno
+"""
+
+import errno
+import json
+import os
+import sys
+import time
+
+import pyverbs.cm_enums as ce
+import pyverbs.enums as e
+from pyverbs.cmid import AddrInfo, CMID, ConnParam
+from pyverbs.cq import CQ
+from pyverbs.device import Context
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+from pyverbs.pyverbs_error import PyverbsError
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.wr import RecvWR, SendWR, SGE
+
+SIZE = 64
+PATTERN = bytes(range(SIZE))
+POLL_S = 10.0
+
+
+def resources(ctx):
+    pd = PD(ctx)
+    cq = CQ(ctx, 8)
+    cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1,
+                max_recv_sge=1)
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
+    mr = MR(pd, SIZE, e.IBV_ACCESS_LOCAL_WRITE)
+    return pd, cq, qp, mr
+
+
+def to_init(cmid, qp):
+    attr, mask = cmid.init_qp_attr(e.IBV_QPS_INIT)
+    qp.modify(attr, mask)
+
+
+def poll_one(cq):
+    """The next completion within POLL_S, as a dict, or None."""
+    end = time.monotonic() + POLL_S
+    while time.monotonic() < end:
+        n, wcs = cq.poll()
+        if n:
+            wc = wcs[0]
+            return {"status": wc.status, "opcode": wc.opcode,
+                    "byte_len": wc.byte_len, "wr_id": wc.wr_id}
+        time.sleep(0.001)
+    return None
+
+
+def errno_of(exc):
+    code = getattr(exc, "error_code", 0) or 0
+    return errno.errorcode.get(abs(code), str(exc))
+
+
+def server(addr, port):
+    ai = AddrInfo(src=addr, src_service=port, port_space=ce.RDMA_PS_TCP,
+                  flags=ce.RAI_PASSIVE)
+    lid = CMID(creator=ai)
+    lid.listen()
+    print(json.dumps({"listening": True}), flush=True)
+    cid = lid.get_request()
+    pd, cq, qp, mr = resources(cid.context)
+    to_init(cid, qp)
+    for i in range(2):
+        qp.post_recv(RecvWR(wr_id=i, num_sge=1,
+                            sg=[SGE(mr.buf, SIZE, mr.lkey)]))
+    cid.accept(ConnParam(qp_num=qp.qp_num))
+    first = poll_one(cq)
+    data = mr.read(SIZE, 0)
+    second = poll_one(cq)
+    return {"first": first, "data_ok": data == PATTERN, "second": second}
+
+
+def client(addr, port):
+    cid = CMID(creator=AddrInfo(dst=addr, dst_service=port,
+                                port_space=ce.RDMA_PS_TCP))
+    pd, cq, qp, mr = resources(cid.context)
+    to_init(cid, qp)
+    cid.connect(ConnParam(qp_num=qp.qp_num))
+    mr.write(PATTERN, SIZE)
+    out = {}
+    for name, lkey in (("mr_lkey", mr.lkey), ("dma_lkey", 0)):
+        qp.post_send(SendWR(wr_id=lkey, opcode=e.IBV_WR_SEND, num_sge=1,
+                            sg=[SGE(mr.buf, SIZE, lkey)],
+                            send_flags=e.IBV_SEND_SIGNALED))
+        out[name] = poll_one(cq)
+    return out
+
+
+def connect(addr, port, qpn):
+    cid = CMID(creator=AddrInfo(dst=addr, dst_service=port,
+                                port_space=ce.RDMA_PS_TCP))
+    try:
+        cid.connect(ConnParam(qp_num=qpn))
+    except PyverbsError as exc:
+        return {"connect": errno_of(exc)}
+    return {"connect": "taken"}
+
+
+def hold(dev):
+    ctx = Context(name=dev)
+    pd, cq, qp, mr = resources(ctx)
+    qp.modify(QPAttr(qp_state=e.IBV_QPS_INIT), e.IBV_QP_STATE)
+    print(json.dumps({"pid": os.getpid(), "qpn": qp.qp_num}), flush=True)
+    sys.stdin.readline()
+    try:
+        PD(ctx)
+        after = "ok"
+    except PyverbsError as exc:
+        after = errno_of(exc)
+    return {"after": after}
+
+
+def reg(dev, size):
+    pd = PD(Context(name=dev))
+    try:
+        MR(pd, size, e.IBV_ACCESS_LOCAL_WRITE)
+    except PyverbsError as exc:
+        return {"reg": errno_of(exc)}
+    return {"reg": "ok"}
+
+
+def main():
+    role, args = sys.argv[1], sys.argv[2:]
+    if role == "server":
+        out = server(args[0], args[1])
+    elif role == "client":
+        out = client(args[0], args[1])
+    elif role == "connect":
+        out = connect(args[0], args[1], int(args[2]))
+    elif role == "hold":
+        out = hold(args[0])
+    elif role == "reg":
+        out = reg(args[0], int(args[1]))
+    else:
+        sys.exit(__doc__)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
