@@ -76,4 +76,15 @@ static inline void krping_compat_mark_name_assigned(struct ib_device *ibdev)
 #define KRPING_COMPAT_WQ_PERCPU 0
 #endif
 
+/*
+ * Pinning a user's virtual range for an MR: ib_umem_get() is called
+ * ib_umem_get_va() in Debian's 7.2, beside the getters that take a
+ * uverbs buffer descriptor or attribute; the arguments are the same.
+ */
+#ifdef KRPING_HAVE_UMEM_GET_VA
+#define krping_compat_umem_get ib_umem_get_va
+#else
+#define krping_compat_umem_get ib_umem_get
+#endif
+
 #endif /* KRPING_COMPAT_H */

@@ -90,8 +90,8 @@ struct ib_mr *ropcie_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
 
 	if (access & IB_ACCESS_ON_DEMAND)
 		return ERR_PTR(-EOPNOTSUPP);
-	/* Pins the pages within RLIMIT_MEMLOCK (or with CAP_IPC_LOCK). */
-	umem = ib_umem_get(pd->device, start, len, access);
+	/* ib_umem_get(): pins within RLIMIT_MEMLOCK or with CAP_IPC_LOCK. */
+	umem = krping_compat_umem_get(pd->device, start, len, access);
 	if (IS_ERR(umem))
 		return ERR_CAST(umem);
 	mr = ropcie_mr_new(pd, access, false);

@@ -308,7 +308,9 @@ stage_two-host() {
 # ring indices, and each descriptor and CM message class the other host
 # checks, and a bw with the profile on both hosts (test_pci_link.py,
 # test_ropcie_link.py); NVMe-oF, the target
-# there and the host here (test_ulp_remote.py).
+# there and the host here (test_ulp_remote.py); user space: rdma-core's
+# rping on one host against krping on the other, both ways
+# (test_rping_remote.py).
 TWO_HOST_ROPCIE_K="(test_ping and not lkey and not variants and not inv and not validate"
 TWO_HOST_ROPCIE_K+=" and (1-reg or 65536-dma or 1048576-reg or (max_size and dma)))"
 TWO_HOST_ROPCIE_K+=" or (test_bench_completes and reg) or concurrent"
@@ -317,10 +319,12 @@ TWO_HOST_ROPCIE_K+=" or test_pci_link or (test_ropcie_link and not power_cut and
 TWO_HOST_ROPCIE_K+=" and not cm-short and not recovers[version] and not recovers[nslots]"
 TWO_HOST_ROPCIE_K+=" and not epoch-zero) or nvmeof"
 TWO_HOST_ROPCIE_K+=" or (test_qps_exact and (remote-client-bw or remote-server-slat))"
+TWO_HOST_ROPCIE_K+=" or test_rping_remote"
 stage_two-host-ropcie() {
 	pair_stage two-host-ropcie 6.12 6.1 --provider ropcie --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_pci_link.py \
-		test_ropcie_link.py test_ulp_remote.py test_qps.py -k "$TWO_HOST_ROPCIE_K"
+		test_ropcie_link.py test_ulp_remote.py test_qps.py test_rping_remote.py \
+		-k "$TWO_HOST_ROPCIE_K"
 }
 # RoCE between two 6.12 guests with two vCPUs each (the cross-kernel
 # stage above has one), not part of make check since 2026-11-27 (its
@@ -505,11 +509,11 @@ DEBUG_PYTEST=(-m "not stock_only and not two_host")
 # paths, the same over rxe); faults, load and timeouts over both, so
 # that lockdep learns krping's handlers in each provider's completion
 # context. The rest over rxe (debug-rxe): the
-# configfs-only files, test_ropcie.py and test_ulp.py (they bring their
-# own device), the lifecycle, the CLI, the module loads and several QPs
+# configfs-only files, test_ropcie.py, test_ropcie_uverbs.py and
+# test_ulp.py (they bring their own device), the lifecycle, the CLI, the module loads and several QPs
 # (a listener that hands connections to threads: RoCE's CM here).
 DEBUG_SIW_ONLY=(test_bench.py test_rping.py test_ipv6.py test_histogram.py test_ping.py)
-DEBUG_SIW_SKIP=(test_ropcie.py test_ulp.py test_abuse_writes.py test_options.py
+DEBUG_SIW_SKIP=(test_ropcie.py test_ropcie_uverbs.py test_ulp.py test_abuse_writes.py test_options.py
 	test_session.py test_random_ops.py test_bad_input.py test_lifecycle.py
 	test_cli.py test_module.py test_qps.py)
 # The allocation-failure walk (test_alloc_faults.py) runs once: the
