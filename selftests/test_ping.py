@@ -353,12 +353,7 @@ def test_two_concurrent_pairs(pool):
 def test_four_clients_one_port_each(pool):
     """Four pairs started at once, all running at the same time."""
     pairs = [pool.pair(count=0, size=256, validate=1) for _ in range(4)]
-    for srv, _ in pairs:
-        srv.start()
-    for srv, _ in pairs:
-        srv.expect_state("listening")
-    for _, cli in pairs:
-        cli.start()
+    krping.start_pairs(pairs)
     for srv, cli in pairs:
         cli.expect_state("running")
     for srv, cli in pairs:

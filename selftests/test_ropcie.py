@@ -112,12 +112,7 @@ def test_ropcie_max_size(pool):
 
 def test_ropcie_four_pairs_at_once(pool):
     pairs = [ro_pair(pool, 20, size) for size in (1, 64, 4096, 65536)]
-    for srv, _ in pairs:
-        srv.start()
-    for srv, _ in pairs:
-        srv.expect_state("listening")
-    for _, cli in pairs:
-        cli.start()
+    krping.start_pairs(pairs)
     for (srv, cli), size in zip(pairs, (1, 64, 4096, 65536)):
         check_run(srv, cli, 20, size, srv.wait_end(), cli.wait_end())
 

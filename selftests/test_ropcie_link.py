@@ -850,12 +850,7 @@ def test_many_producers_find_one_fault(hosts, scribbler, pool):
                     timeout=2 * BEAT_S + SLACK_S,
                     what=f"the {JUMP} descriptors consumed there")
     pairs = [pool.pair(count=20, size=64) for _ in range(CLIENTS)]
-    for srv, _ in pairs:
-        srv.start()
-    for srv, _ in pairs:
-        srv.expect_state("listening")
-    for _, cli in pairs:
-        cli.start()
+    krping.start_pairs(pairs)
     bound = 2 * BEAT_S + SLACK_S + 10.0 * bed.SCALE
     ends = [cli.wait_end(bound) for _, cli in pairs]
     for srv, _ in pairs:

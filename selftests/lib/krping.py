@@ -774,6 +774,17 @@ def start_running(srv, cli, iterations=2):
              what=f"{iterations} client iterations")
 
 
+def start_pairs(pairs):
+    """Start every server of pairs ((server, client) sessions), wait for
+    each to listen, then start every client, back to back."""
+    for srv, _ in pairs:
+        srv.start()
+    for srv, _ in pairs:
+        srv.expect_state("listening")
+    for _, cli in pairs:
+        cli.start()
+
+
 def ping_stats(role, n, size):
     """Exact counters of a ping run of n iterations of size bytes."""
     if role == "client":
