@@ -157,6 +157,39 @@ int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
 	return ropcie_cq_signal(cq, ropcie_cq_push(cq, wc, solicited), defer);
 }
 
+/**
+ * ropcie_cq_clean() - drop the completions of a QP being destroyed
+ * @cq: a CQ of the QP
+ * @ibqp: the QP; nothing produces completions for it any more
+ *
+ * Every completion names its QP, and ib_core frees the QP when
+ * destroy_qp returns: a later poll would hand out a dangling wc->qp
+ * (ib_uverbs reads its qp_num for user space). As mlx4 and mlx5 clean
+ * their CQs of a destroyed QP, its entries go; the others stay, in order.
+ */
+void ropcie_cq_clean(struct ropcie_cq *cq, const struct ib_qp *ibqp)
+{
+	struct ropcie_ring *r = &cq->ring;
+	unsigned long flags;
+	u32 src, dst;
+
+	/* Producers and poll_cq use the ring only under the lock. */
+	spin_lock_irqsave(&cq->lock, flags);
+	dst = r->tail;
+	for (src = r->tail; src != r->head; src++) {
+		const struct ib_wc *wc = ropcie_ring_slot(r, src);
+
+		if (wc->qp == ibqp)
+			continue;
+		if (dst != src)
+			memcpy(ropcie_ring_slot(r, dst), wc, r->esize);
+		dst++;
+	}
+	/* As ropcie_ring_produce(): the entries moved, then head. */
+	smp_store_release(&r->head, dst);
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
 int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 {
 	struct ropcie_cq *cq = to_rcq(ibcq);

@@ -565,6 +565,9 @@ int ropcie_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	/* Wait for iw_cm's and the peer's references. */
 	ropcie_qp_put(qp);
 	wait_for_completion(&qp->freed);
+	ropcie_cq_clean(qp->scq, ibqp);
+	if (qp->rcq != qp->scq)
+		ropcie_cq_clean(qp->rcq, ibqp);
 	ropcie_ring_free(&qp->sq);
 	ropcie_ring_free(&qp->rq);
 	if (qp->owner)

@@ -374,6 +374,7 @@ int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
 unsigned long ropcie_cq_push(struct ropcie_cq *cq, const struct ib_wc *wc,
 			     bool solicited);
 int ropcie_cq_signal(struct ropcie_cq *cq, unsigned long todo, bool defer);
+void ropcie_cq_clean(struct ropcie_cq *cq, const struct ib_qp *ibqp);
 
 /* mr.c */
 struct ib_mr *ropcie_get_dma_mr(struct ib_pd *pd, int access);

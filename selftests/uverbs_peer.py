@@ -20,6 +20,9 @@ usage:
                                       printed; waits for a line on stdin,
                                       then tries one more verb
   uverbs_peer.py reg DEV BYTES        register an MR of BYTES: the errno
+  uverbs_peer.py destroy-poll DEV     a receive flushed into the CQ of a
+                                      QP in error, the QP destroyed, then
+                                      the CQ polled: what it still holds
 """
 
 import errno
@@ -145,6 +148,20 @@ def reg(dev, size):
     return {"reg": "ok"}
 
 
+def destroy_poll(dev):
+    ctx = Context(name=dev)
+    pd, cq, qp, mr = resources(ctx)
+    qp.modify(QPAttr(qp_state=e.IBV_QPS_INIT), e.IBV_QP_STATE)
+    qp.post_recv(RecvWR(wr_id=7, num_sge=1, sg=[SGE(mr.buf, SIZE, mr.lkey)]))
+    qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+    # The QP's worker flushes the receive into the CQ meanwhile.
+    time.sleep(0.2)
+    qp.close()
+    n, wcs = cq.poll(4)
+    return {"polled": n, "wcs": [{"wr_id": w.wr_id, "qp_num": w.qp_num}
+                                 for w in wcs[:n]]}
+
+
 def main():
     role, args = sys.argv[1], sys.argv[2:]
     if role == "server":
@@ -155,6 +172,8 @@ def main():
         out = connect(args[0], args[1], int(args[2]))
     elif role == "hold":
         out = hold(args[0])
+    elif role == "destroy-poll":
+        out = destroy_poll(args[0])
     elif role == "reg":
         out = reg(args[0], int(args[1]))
     else:

@@ -309,7 +309,7 @@ stage_two-host() {
 # checks, and a bw with the profile on both hosts (test_pci_link.py,
 # test_ropcie_link.py); NVMe-oF, the target
 # there and the host here (test_ulp_remote.py); user space: rdma-core's
-# rping on one host against krping on the other, both ways
+# rping on one host against krping on the other, both ways, at 64 KiB
 # (test_rping_remote.py).
 TWO_HOST_ROPCIE_K="(test_ping and not lkey and not variants and not inv and not validate"
 TWO_HOST_ROPCIE_K+=" and (1-reg or 65536-dma or 1048576-reg or (max_size and dma)))"
@@ -319,7 +319,7 @@ TWO_HOST_ROPCIE_K+=" or test_pci_link or (test_ropcie_link and not power_cut and
 TWO_HOST_ROPCIE_K+=" and not cm-short and not recovers[version] and not recovers[nslots]"
 TWO_HOST_ROPCIE_K+=" and not epoch-zero) or nvmeof"
 TWO_HOST_ROPCIE_K+=" or (test_qps_exact and (remote-client-bw or remote-server-slat))"
-TWO_HOST_ROPCIE_K+=" or test_rping_remote"
+TWO_HOST_ROPCIE_K+=" or (test_rping_remote and 65535-reg)"
 stage_two-host-ropcie() {
 	pair_stage two-host-ropcie 6.12 6.1 --provider ropcie --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_pci_link.py \
