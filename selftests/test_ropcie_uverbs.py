@@ -19,7 +19,6 @@ import pytest
 
 from lib import krping, ropcie
 from lib.krping import ping_stats
-from lib.perftest import iterations
 from lib.ropcie import ADDR, ROPCIE_DEV, ensure_setup, teardown_setup
 from lib.rping import RPING, Rping
 
@@ -32,14 +31,6 @@ SIZES = [64, 4096, 65535]       # rping takes 23..65535
 SIZES_ONE = krping.representatives(sorted(SIZES, reverse=True),
                                    key=lambda s: 0)
 NOBODY = 65534
-# perftest's tools, each with -R (rdma_cm: iWARP connects no other way),
-# exact counts of PERF_ITERS iterations of PERF_SIZE bytes. ib_read_lat
-# is not here: one run of it ended with exit 17 after its header
-# (issue 42's note).
-PERFTEST = ("ib_send_lat", "ib_send_bw", "ib_write_lat", "ib_write_bw")
-# The kernels but 6.12 run one of each verb (SEND, WRITE).
-PERFTEST_ONE = krping.representatives(PERFTEST, key=lambda p: p.split("_")[1])
-PERF_ITERS, PERF_SIZE = 200, 4096
 # ibv_wc_status
 WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
 
@@ -187,40 +178,6 @@ def test_krping_client_rping_server(procs, pool, size):
     assert cli.device == ROPCIE_DEV, cli.describe()
     assert cli.stats() == ping_stats("client", COUNT, size), cli.describe()
     assert ping_lines(srv.output) == COUNT, srv.describe()
-
-
-def perftest(prog, port, *tail):
-    """prog over ropcie0 with rdma_cm; bounded by timeout(1): perftest
-    has no timeout of its own."""
-    cmd = ["timeout", str(int(krping.TIMEOUT)), prog, "-d", ROPCIE_DEV, "-R",
-           "-s", str(PERF_SIZE), "-n", str(PERF_ITERS), "-p", str(port), "-F",
-           *tail]
-    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-
-
-@pytest.mark.parametrize("prog", PERFTEST_ONE)
-def test_perftest_over_ropcie(procs, prog):
-    """perftest's server and client on ropcie0: both exit 0, and the
-    client reports exactly the iterations asked for."""
-    port = krping.next_port()
-    srv = perftest(prog, port)
-    procs.append(srv)
-
-    def listening():
-        assert srv.poll() is None, \
-            f"{prog} server exited {srv.returncode}: {srv.stdout.read()}"
-        return port in (krping.cm_listeners() or set())
-    krping.wait_for(listening, timeout=krping.SHORT_TIMEOUT, interval=0.2,
-                    what=f"{prog} listening on port {port}")
-    cli = perftest(prog, port, ADDR)
-    procs.append(cli)
-    crc, cout = krping.finish(cli, krping.TIMEOUT + 10)
-    src, sout = krping.finish(srv, krping.TIMEOUT + 10)
-    assert crc == 0, f"{prog} client exited {crc}: {cout[-800:]}"
-    assert src == 0, f"{prog} server exited {src}: {sout[-800:]}"
-    assert iterations(cout) == PERF_ITERS, f"{prog} client: {cout[-800:]}"
 
 
 def test_user_qp_cannot_use_the_kernels_dma_lkey(procs):
