@@ -16,8 +16,8 @@
  * Every verb of a user's object runs in the kernel on the user's
  * behalf, so what a user names is checked here or where it is used: an
  * SGE of a user's QP never names the kernel's DMA lkey (sge.c), a user's
- * MR is never invalidated by a work request (mr.c), and a QP number given
- * to rdma_cm is a QP of the caller's own process (ropcie_may_connect()).
+ * MR is never invalidated by a work request (mr.c), and a user's QP is
+ * named in rdma_cm only by its own process (ropcie_may_connect()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
