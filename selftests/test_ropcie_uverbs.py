@@ -199,7 +199,7 @@ def test_user_qp_cannot_use_the_kernels_dma_lkey(procs):
 
 
 def test_user_qp_of_another_process_is_refused(procs):
-    """A QP number given to rdma_connect must be the caller's own QP: an
+    """A user's QP given to rdma_connect must be the caller's own: an
     unprivileged process that names a root process's QP (in INIT, so
     connectable) gets EACCES, and a number that is no QP gets EINVAL."""
     holder = peer(procs, "hold", ROPCIE_DEV)

@@ -15,7 +15,7 @@ usage:
                                       both completions
   uverbs_peer.py connect ADDR PORT QPN
                                       rdma_connect naming QP number QPN
-                                      (not ours): report the errno
+                                      (not ours): "ok" or the errno
   uverbs_peer.py hold DEV             a QP in INIT on DEV, its number
                                       printed; waits for a line on stdin,
                                       then tries one more verb
@@ -75,6 +75,15 @@ def poll_one(cq):
     return None
 
 
+def outcome(verb):
+    """"ok" when verb() succeeds, else the errno's name."""
+    try:
+        verb()
+    except PyverbsError as exc:
+        return errno_of(exc)
+    return "ok"
+
+
 def errno_of(exc):
     code = getattr(exc, "error_code", 0) or 0
     return errno.errorcode.get(abs(code), str(exc))
@@ -118,11 +127,7 @@ def client(addr, port):
 def connect(addr, port, qpn):
     cid = CMID(creator=AddrInfo(dst=addr, dst_service=port,
                                 port_space=ce.RDMA_PS_TCP))
-    try:
-        cid.connect(ConnParam(qp_num=qpn))
-    except PyverbsError as exc:
-        return {"connect": errno_of(exc)}
-    return {"connect": "taken"}
+    return {"connect": outcome(lambda: cid.connect(ConnParam(qp_num=qpn)))}
 
 
 def hold(dev):
@@ -131,21 +136,12 @@ def hold(dev):
     qp.modify(QPAttr(qp_state=e.IBV_QPS_INIT), e.IBV_QP_STATE)
     print(json.dumps({"pid": os.getpid(), "qpn": qp.qp_num}), flush=True)
     sys.stdin.readline()
-    try:
-        PD(ctx)
-        after = "ok"
-    except PyverbsError as exc:
-        after = errno_of(exc)
-    return {"after": after}
+    return {"after": outcome(lambda: PD(ctx))}
 
 
 def reg(dev, size):
     pd = PD(Context(name=dev))
-    try:
-        MR(pd, size, e.IBV_ACCESS_LOCAL_WRITE)
-    except PyverbsError as exc:
-        return {"reg": errno_of(exc)}
-    return {"reg": "ok"}
+    return {"reg": outcome(lambda: MR(pd, size, e.IBV_ACCESS_LOCAL_WRITE))}
 
 
 def destroy_poll(dev):
