@@ -461,6 +461,69 @@ def test_an_interrupt_during_cleanup_removes_every_session(name, tool, monkeypat
     assert leftovers(name) == []
 
 
+class SignallingStderr(io.RawIOBase):
+    """A raw stream onto a pipe that sends this process a SIGINT while it
+    writes a line containing *trigger* (once): the signal's handler then
+    runs inside the buffered write of that line, as a Ctrl-C lands in the
+    middle of a print."""
+
+    def __init__(self, trigger):
+        super().__init__()
+        self.trigger = trigger.encode()
+        self.rfd, self.wfd = os.pipe()
+        os.set_blocking(self.rfd, False)
+        self.sent = False
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.wfd
+
+    def write(self, b):
+        if not self.sent and self.trigger in bytes(b):
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+        return os.write(self.wfd, b)
+
+    def text(self):
+        chunks = []
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(self.rfd, 65536):
+                chunks.append(chunk)
+        os.close(self.rfd)
+        os.close(self.wfd)
+        return b"".join(chunks).decode()
+
+
+@krping.STOCK_ONLY
+def test_an_interrupt_inside_a_print_to_stderr(name, tool, monkeypatch):
+    """A second SIGINT that lands while the CLI prints "interrupted" to a
+    real (buffered) stderr: its handler must not write to that stream
+    again (a re-entered BufferedWriter raises RuntimeError), so the run
+    still removes its sessions and returns 130."""
+    raw = SignallingStderr("interrupted, stopping")
+    stream = io.TextIOWrapper(io.BufferedWriter(raw), line_buffering=True)
+    real_start = tool.Session.start
+
+    def start_then_signal(self):
+        real_start(self)
+        if self.name == name + "c":
+            os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(tool.Session, "start", start_then_signal)
+    with contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(stream):
+        rc = tool.main([str(a) for a in ("pair", *common(count=0),
+                                          "--name", name)])
+    monkeypatch.undo()
+    stream.flush()
+    err = raw.text()
+    assert raw.sent, err
+    assert rc == 130, err
+    assert "still removing the sessions" in err, err
+    assert leftovers(name) == []
+
+
 @krping.STOCK_ONLY
 def test_a_signal_while_a_session_is_made_leaves_none(name, tool, monkeypatch):
     """SIGINT right after the CLI's mkdir of its session, before it could
