@@ -545,7 +545,7 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	ibqp = ropcie_iw_get_qp(cm_id->device, param->qpn);
 	if (!ibqp)
 		return -EINVAL;
-	ret = ropcie_may_connect(to_rqp(ibqp));
+	ret = ropcie_may_connect(to_rqp(ibqp), cm_id);
 	if (ret)
 		return ret;
 	creq = ropcie_creq_new();
@@ -633,7 +633,7 @@ static int ropcie_link_accept(struct iw_cm_id *cm_id,
 	u32 conn = 0;
 	int ret;
 
-	ret = pqp ? ropcie_may_connect(pqp) : -EINVAL;
+	ret = pqp ? ropcie_may_connect(pqp, cm_id) : -EINVAL;
 	if (ret)
 		goto refuse;
 	msg = ropcie_lx_ctrl_alloc(GFP_KERNEL);
@@ -713,7 +713,7 @@ int ropcie_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 		return ret;
 	}
 	aqp = creq->qp;
-	ret = pqp ? ropcie_may_connect(pqp) : -EINVAL;
+	ret = pqp ? ropcie_may_connect(pqp, cm_id) : -EINVAL;
 	if (!ret)
 		ret = ropcie_qp_free_for_conn(pqp);
 	if (ret)

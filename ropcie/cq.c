@@ -162,10 +162,11 @@ int ropcie_cq_post(struct ropcie_cq *cq, const struct ib_wc *wc,
  * @cq: a CQ of the QP
  * @ibqp: the QP; nothing produces completions for it any more
  *
- * Every completion names its QP, and ib_core frees the QP when
- * destroy_qp returns: a later poll would hand out a dangling wc->qp
- * (ib_uverbs reads its qp_num for user space). As mlx4 and mlx5 clean
- * their CQs of a destroyed QP, its entries go; the others stay, in order.
+ * Every completion in the ring names its QP, and ib_core frees the QP
+ * when destroy_qp returns: a later poll would hand a kernel consumer a
+ * dangling wc->qp, and a user the completion of a QP it destroyed. As
+ * mlx4 and mlx5 clean their CQs of a destroyed QP, its entries go; the
+ * others stay, in order.
  */
 void ropcie_cq_clean(struct ropcie_cq *cq, const struct ib_qp *ibqp)
 {
@@ -190,6 +191,18 @@ void ropcie_cq_clean(struct ropcie_cq *cq, const struct ib_qp *ibqp)
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
 
+/*
+ * A polled completion of a user's QP names the QP's stand-in, which
+ * outlives it (ropcie_uverbs_name_qp()); in the ring it names the QP.
+ */
+static void ropcie_wc_name_qp(struct ib_wc *wc)
+{
+	struct ib_qp *name = to_rqp(wc->qp)->wc_name;
+
+	if (name)
+		wc->qp = name;
+}
+
 int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 {
 	struct ropcie_cq *cq = to_rcq(ibcq);
@@ -198,7 +211,7 @@ int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num && !ropcie_ring_pop(&cq->ring, &wc[n]))
-		n++;
+		ropcie_wc_name_qp(&wc[n++]);
 	/* Drained: the next overflow raises its own event. */
 	if (ropcie_ring_empty(&cq->ring))
 		cq->overflow = false;

@@ -516,6 +516,11 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (ret)
 		goto err_rq;
 	ibqp->qp_num = id;
+	if (udata) {
+		ret = ropcie_uverbs_name_qp(qp, udata);
+		if (ret)
+			goto err_xa;
+	}
 
 	qp->task = kthread_create(ropcie_qp_worker, qp, "ropcie-qp%u", id);
 	if (IS_ERR(qp->task)) {

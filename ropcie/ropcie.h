@@ -67,6 +67,7 @@ struct ropcie_dev {
 struct ropcie_ucontext {
 	struct ib_ucontext ibuc;
 	struct pid *owner;		/* the process that opened it */
+	struct xarray qp_names;		/* QP number -> ropcie_uverbs_name_qp() */
 };
 
 struct ropcie_pd {
@@ -203,6 +204,8 @@ struct ropcie_qp {
 	struct ib_qp ibqp;
 	struct ropcie_dev *dev;
 	struct pid *owner;		/* a user's QP: its process; else NULL */
+	/* A user's QP: what its polled completions name (uverbs.c). */
+	struct ib_qp *wc_name;
 	/* How its requests reach the peer: set before the QP enters RTS. */
 	const struct ropcie_transport_ops *transport;
 	refcount_t ref;			/* owner + iw_cm + peer + lookups */
@@ -360,8 +363,10 @@ void ropcie_uverbs_setup(struct ib_device *ibdev);
 int ropcie_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata);
 void ropcie_dealloc_ucontext(struct ib_ucontext *uctx);
 void ropcie_disassociate_ucontext(struct ib_ucontext *uctx);
-int ropcie_may_connect(const struct ropcie_qp *qp);
+int ropcie_may_connect(const struct ropcie_qp *qp,
+		       const struct iw_cm_id *cm_id);
 struct pid *ropcie_uverbs_qp_owner(struct ib_udata *udata);
+int ropcie_uverbs_name_qp(struct ropcie_qp *qp, struct ib_udata *udata);
 
 /* cq.c */
 int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

@@ -14,7 +14,8 @@
  * on another, the remote access cases run with one end per host
  * (ropcie_test_remote.c). role=memcpy only measures the kernel's memcpy()
  * bandwidth, for make bench (ropcie_test_memcpy.c); role=floor a cache
- * line's round trip between two CPUs (ropcie_test_floor.c).
+ * line's round trip between two CPUs (ropcie_test_floor.c); role=hold
+ * holds a kernel QP in INIT for user space to name (ropcie_test_hold.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -54,7 +55,7 @@ MODULE_PARM_DESC(reset_wait_ms, "How long reset_behind_posted_writes keeps its Q
 
 static char role[16];
 module_param_string(role, role, sizeof(role), 0444);
-MODULE_PARM_DESC(role, "empty: every case on this host; target or initiator: one end of the remote access cases per host, addr being the target's; memcpy: measure memcpy() bandwidth only; floor: measure a cache-line round trip between two CPUs only");
+MODULE_PARM_DESC(role, "empty: every case on this host; target or initiator: one end of the remote access cases per host, addr being the target's; memcpy: measure memcpy() bandwidth only; floor: measure a cache-line round trip between two CPUs only; hold: hold a kernel QP in INIT until unloaded");
 
 static char results[4096];
 module_param_string(results, results, sizeof(results), 0444);
@@ -1754,6 +1755,8 @@ static int __init rt_init(void)
 		rt_floor_bench();
 		return 0;
 	}
+	if (!strcmp(role, "hold"))
+		return rt_hold_start(addr, port);
 	if (role[0])
 		return -EINVAL;
 	rt_listen = rdma_create_id(&init_net, rt_cm_handler, NULL, RDMA_PS_TCP,
@@ -1791,6 +1794,8 @@ static void __exit rt_exit(void)
 {
 	if (!strcmp(role, "target"))
 		rt_remote_target_stop();
+	if (!strcmp(role, "hold"))
+		rt_hold_stop();
 }
 
 module_init(rt_init);

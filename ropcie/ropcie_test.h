@@ -179,4 +179,8 @@ void rt_memcpy_bench(void);
 /* ropcie_test_floor.c: role=floor. */
 void rt_floor_bench(void);
 
+/* ropcie_test_hold.c: role=hold. */
+int rt_hold_start(const char *addr, int port);
+void rt_hold_stop(void);
+
 #endif /* ROPCIE_TEST_H */

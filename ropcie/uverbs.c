@@ -16,14 +16,17 @@
  * Every verb of a user's object runs in the kernel on the user's
  * behalf, so what a user names is checked here or where it is used: an
  * SGE of a user's QP never names the kernel's DMA lkey (sge.c), a user's
- * MR is never invalidated by a work request (mr.c), and a user's QP is
- * named in rdma_cm only by its own process (ropcie_may_connect()).
+ * MR is never invalidated by a work request (mr.c), and rdma_cm names a
+ * user's QP only for its own process and a kernel QP only through the
+ * rdma_cm id it was made on (ropcie_may_connect()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/pid.h>
 #include <linux/sched.h>
 
+#include <rdma/iw_cm.h>
+#include <rdma/rdma_cm.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "ropcie.h"
@@ -52,12 +55,20 @@ int ropcie_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
 	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EINVAL;
 	ctx->owner = get_task_pid(current, PIDTYPE_TGID);
+	xa_init(&ctx->qp_names);
 	return 0;
 }
 
 void ropcie_dealloc_ucontext(struct ib_ucontext *uctx)
 {
-	put_pid(to_ructx(uctx)->owner);
+	struct ropcie_ucontext *ctx = to_ructx(uctx);
+	struct ib_qp *name;
+	unsigned long qpn;
+
+	xa_for_each(&ctx->qp_names, qpn, name)
+		kfree(name);
+	xa_destroy(&ctx->qp_names);
+	put_pid(ctx->owner);
 }
 
 /*
@@ -70,21 +81,47 @@ void ropcie_disassociate_ucontext(struct ib_ucontext *uctx)
 {
 }
 
+/*
+ * The rdma_cm id that a connect or an accept comes through. Only rdma_cm
+ * makes iw_cm ids, with its private id as their context, and that private
+ * id begins with the public struct rdma_cm_id (cma_priv.h): what ucma
+ * and rdma_cm's kernel callers are told is that same struct.
+ */
+static const struct rdma_cm_id *ropcie_rdma_cm_id(const struct iw_cm_id *cm_id)
+{
+	return cm_id->context;
+}
+
 /**
- * ropcie_may_connect() - may the caller connect @qp through rdma_cm?
+ * ropcie_may_connect() - may this connect or accept name @qp?
  * @qp: the QP named by number in a connect or an accept
+ * @cm_id: the iw_cm id of the connect or the accept
  *
- * rdma_cm passes a user's QP number as the user gave it (iWARP has no
- * QP handle in its connect). A user's QP may be named only by the
- * process that owns its context: in the ucma system call, current is
- * that process.
+ * iWARP's connect names its QP by a number, and rdma_cm passes a user's
+ * number as the user gave it, so the number alone proves nothing:
+ *
+ * - A user's QP may be named only by the process that owns its context
+ *   (in the ucma system call, current is that process).
+ * - A kernel QP may be named only through the rdma_cm id it was made on
+ *   (rdma_create_qp() stores it there; every in-tree consumer makes its
+ *   QP so). Otherwise any process could connect a kernel consumer's QP,
+ *   in INIT between rdma_create_qp() and its own connect, to a peer of
+ *   its choice, which then reads and writes what that QP's keys reach.
  *
  * Return: 0, or -EACCES with nothing done.
  */
-int ropcie_may_connect(const struct ropcie_qp *qp)
+int ropcie_may_connect(const struct ropcie_qp *qp,
+		       const struct iw_cm_id *cm_id)
 {
+	const struct rdma_cm_id *id = ropcie_rdma_cm_id(cm_id);
+
 	if (qp->owner && qp->owner != task_tgid(current)) {
 		pr_debug("QP %u: named by pid %d, not by its owner\n",
+			 qp->ibqp.qp_num, task_tgid_nr(current));
+		return -EACCES;
+	}
+	if (!qp->owner && (!id || id->qp != &qp->ibqp)) {
+		pr_debug("kernel QP %u: named by pid %d, not through its rdma_cm id\n",
 			 qp->ibqp.qp_num, task_tgid_nr(current));
 		return -EACCES;
 	}
@@ -106,4 +143,46 @@ struct pid *ropcie_uverbs_qp_owner(struct ib_udata *udata)
 		return NULL;
 	ctx = rdma_udata_to_drv_context(udata, struct ropcie_ucontext, ibuc);
 	return get_pid(ctx->owner);
+}
+
+/**
+ * ropcie_uverbs_name_qp() - give a user's QP the name its completions carry
+ * @qp: the new QP, numbered
+ * @udata: its create command's data
+ *
+ * ib_uverbs polls a user's CQ with ib_poll_cq() and reads the QP number
+ * through wc->qp only afterwards, with nothing that keeps the QP alive:
+ * another thread of the process may destroy it in between. So a user's
+ * completion, once polled, points at a stand-in that holds the number
+ * and lives as long as the context. There is one per number, shared by
+ * the QPs that reuse it: at most ROPCIE_MAX_QP per context, since a
+ * device hands out its lowest free numbers.
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int ropcie_uverbs_name_qp(struct ropcie_qp *qp, struct ib_udata *udata)
+{
+	struct ropcie_ucontext *ctx =
+		rdma_udata_to_drv_context(udata, struct ropcie_ucontext, ibuc);
+	u32 qpn = qp->ibqp.qp_num;
+	struct ib_qp *name, *old;
+
+	name = xa_load(&ctx->qp_names, qpn);
+	if (!name) {
+		name = kzalloc(sizeof(*name), GFP_KERNEL_ACCOUNT);
+		if (!name)
+			return -ENOMEM;
+		name->qp_num = qpn;
+		/* Another thread of the process may have named it first. */
+		old = xa_cmpxchg(&ctx->qp_names, qpn, NULL, name,
+				 GFP_KERNEL_ACCOUNT);
+		if (old) {
+			kfree(name);
+			if (xa_is_err(old))
+				return xa_err(old);
+			name = old;
+		}
+	}
+	qp->wc_name = name;
+	return 0;
 }

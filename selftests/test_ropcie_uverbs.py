@@ -196,6 +196,11 @@ def test_user_qp_cannot_use_the_kernels_dma_lkey(procs):
     assert res["first"]["status"] == WC_SUCCESS, res
     assert res["first"]["byte_len"] == 64 and res["data_ok"], res
     assert res["second"]["status"] == WC_WR_FLUSH_ERR, res
+    # Each completion names its own QP (ropcie_uverbs_name_qp()).
+    assert {cli[k]["qp_num"] for k in ("mr_lkey", "dma_lkey")} == \
+        {cli["qpn"]}, cli
+    assert {res[k]["qp_num"] for k in ("first", "second")} == \
+        {res["qpn"]}, res
 
 
 def test_user_qp_of_another_process_is_refused(procs):
@@ -211,6 +216,57 @@ def test_user_qp_of_another_process_is_refused(procs):
                               user=as_nobody))
     assert theirs == {"connect": "EACCES"}, theirs
     assert nobody == {"connect": "EINVAL"}, nobody
+
+
+@pytest.fixture
+def kernel_qp():
+    """The number of a kernel QP in INIT on ropcie0, as a kernel consumer
+    holds it between rdma_create_qp() and its own connect (ropcie_test.ko
+    role=hold)."""
+    ko = ropcie.module_file("ROPCIE_TEST_KO")
+    subprocess.run(["rmmod", "ropcie_test"], capture_output=True)
+    cp = subprocess.run(["insmod", ko, "role=hold", f"addr={ADDR}"],
+                        capture_output=True, text=True,
+                        timeout=krping.SHORT_TIMEOUT)
+    assert cp.returncode == 0, cp.stderr
+    try:
+        with open("/sys/module/ropcie_test/parameters/results") as f:
+            line = f.read().strip()
+        m = re.fullmatch(r"ok hold: qpn (\d+)", line)
+        assert m, line
+        yield int(m.group(1))
+    finally:
+        cp = subprocess.run(["rmmod", "ropcie_test"], capture_output=True,
+                            text=True, timeout=krping.SHORT_TIMEOUT)
+        assert cp.returncode == 0, cp.stderr
+
+
+def test_kernel_qp_cannot_be_connected_by_a_user(procs, kernel_qp):
+    """An unprivileged process that names a kernel consumer's QP (in INIT,
+    before its owner's connect) in rdma_connect, with a listener ready to
+    take the connection, gets EACCES: the QP answers only to the rdma_cm
+    id it was made on."""
+    port = krping.next_port()
+    srv = peer(procs, "server", ADDR, port)
+    assert first_line(srv) == {"listening": True}
+    res = peer_result(peer(procs, "connect", ADDR, port, kernel_qp,
+                           user=as_nobody))
+    assert res == {"connect": "EACCES"}, res
+
+
+def test_kernel_qp_cannot_be_accepted_by_a_user(procs, kernel_qp):
+    """The same through rdma_accept: an unprivileged listener that
+    answers a request naming a kernel QP gets EACCES, and the connecting
+    process is refused."""
+    port = krping.next_port()
+    acceptor = peer(procs, "accept", ADDR, port, kernel_qp, user=as_nobody)
+    assert first_line(acceptor) == {"listening": True}
+    connector = peer(procs, "connect", ADDR, port)
+    res = peer_result(acceptor)
+    refused = peer_result(connector)
+    print(f"# acceptor {res} | connector {refused}")
+    assert res == {"accept": "EACCES"}, res
+    assert refused["connect"] != "ok", refused
 
 
 def test_destroyed_qp_leaves_no_completion(procs):

@@ -13,9 +13,13 @@ usage:
                                       then the same bytes with lkey 0
                                       (the kernel's DMA lkey); report
                                       both completions
-  uverbs_peer.py connect ADDR PORT QPN
+  uverbs_peer.py connect ADDR PORT [QPN]
                                       rdma_connect naming QP number QPN
-                                      (not ours): "ok" or the errno
+                                      (not ours), or a QP of our own:
+                                      "ok" or the errno
+  uverbs_peer.py accept ADDR PORT QPN listen, then rdma_accept the first
+                                      request naming QP number QPN (not
+                                      ours): "ok" or the errno
   uverbs_peer.py hold DEV             a QP in INIT on DEV, its number
                                       printed; waits for a line on stdin,
                                       then tries one more verb
@@ -70,7 +74,8 @@ def poll_one(cq):
         if n:
             wc = wcs[0]
             return {"status": wc.status, "opcode": wc.opcode,
-                    "byte_len": wc.byte_len, "wr_id": wc.wr_id}
+                    "byte_len": wc.byte_len, "wr_id": wc.wr_id,
+                    "qp_num": wc.qp_num}
         time.sleep(0.001)
     return None
 
@@ -105,7 +110,8 @@ def server(addr, port):
     first = poll_one(cq)
     data = mr.read(SIZE, 0)
     second = poll_one(cq)
-    return {"first": first, "data_ok": data == PATTERN, "second": second}
+    return {"first": first, "data_ok": data == PATTERN, "second": second,
+            "qpn": qp.qp_num}
 
 
 def client(addr, port):
@@ -115,7 +121,7 @@ def client(addr, port):
     to_init(cid, qp)
     cid.connect(ConnParam(qp_num=qp.qp_num))
     mr.write(PATTERN, SIZE)
-    out = {}
+    out = {"qpn": qp.qp_num}
     for name, lkey in (("mr_lkey", mr.lkey), ("dma_lkey", 0)):
         qp.post_send(SendWR(wr_id=lkey, opcode=e.IBV_WR_SEND, num_sge=1,
                             sg=[SGE(mr.buf, SIZE, lkey)],
@@ -124,10 +130,29 @@ def client(addr, port):
     return out
 
 
-def connect(addr, port, qpn):
+def connect(addr, port, qpn=None):
     cid = CMID(creator=AddrInfo(dst=addr, dst_service=port,
                                 port_space=ce.RDMA_PS_TCP))
+    if qpn is None:
+        pd, cq, qp, mr = resources(cid.context)
+        to_init(cid, qp)
+        qpn = qp.qp_num
     return {"connect": outcome(lambda: cid.connect(ConnParam(qp_num=qpn)))}
+
+
+def accept(addr, port, qpn):
+    ai = AddrInfo(src=addr, src_service=port, port_space=ce.RDMA_PS_TCP,
+                  flags=ce.RAI_PASSIVE)
+    lid = CMID(creator=ai)
+    lid.listen()
+    print(json.dumps({"listening": True}), flush=True)
+    cid = lid.get_request()
+    out = {"accept": outcome(lambda: cid.accept(ConnParam(qp_num=qpn)))}
+    # A refused accept leaves the request's event with the new id:
+    # destroying the listener first would wait for its ack for ever.
+    cid.close()
+    lid.close()
+    return out
 
 
 def hold(dev):
@@ -165,7 +190,9 @@ def main():
     elif role == "client":
         out = client(args[0], args[1])
     elif role == "connect":
-        out = connect(args[0], args[1], int(args[2]))
+        out = connect(args[0], args[1], *map(int, args[2:3]))
+    elif role == "accept":
+        out = accept(args[0], args[1], int(args[2]))
     elif role == "hold":
         out = hold(args[0])
     elif role == "destroy-poll":
