@@ -205,7 +205,7 @@ int krping_bench(struct krping_run *run)
 int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 		      struct ib_cqe *cqe, bool signaled)
 {
-	int depth = run->opts->txdepth;
+	u32 depth = run->opts->txdepth;
 	struct ib_sge sge = { .length = run->opts->size };
 	struct ib_rdma_wr wr = {
 		.wr = {
@@ -281,17 +281,19 @@ bool krping_bench_peer_done(const struct krping_run *run)
  * @run: the run
  * @i: the iteration, from 0, warm-up included
  *
- * The measured part begins at iteration warmup. A run ends after total
+ * The measured part begins at iteration warmup, and only there: @i has
+ * 64 bits, so a run without a count never meets warmup again, which
+ * would arm a timed client's deadline anew. A run ends after total
  * iterations, when a timed client's time is up, or when the client of a
  * timed run has finished (server).
  *
  * Return: true to run iteration @i.
  */
-bool krping_bench_next(struct krping_run *run, u32 i)
+bool krping_bench_next(struct krping_run *run, u64 i)
 {
-	if (i == run->warmup)
+	if (krping_bench_begins(i, run->warmup))
 		krping_bench_measure(run);
-	if (run->total && i >= run->total)
+	if (!krping_bench_within(i, run->total))
 		return false;
 	if (krping_bench_peer_done(run))
 		return false;
@@ -306,9 +308,9 @@ bool krping_bench_next(struct krping_run *run, u32 i)
  *
  * Samples of the warm-up are dropped.
  */
-void krping_bench_sample(struct krping_run *run, u32 i, u64 ns)
+void krping_bench_sample(struct krping_run *run, u64 i, u64 ns)
 {
-	if (i < run->warmup)
+	if (!krping_bench_measured(i, run->warmup))
 		return;
 	krping_lat_add(&run->lat, ns);
 	atomic64_inc(&run->sess->progress.samples);
@@ -324,14 +326,14 @@ void krping_bench_sample(struct krping_run *run, u32 i, u64 ns)
  * Those past the warm-up count in progress/. Called by the thread or by
  * a completion handler; stats/iterations is the caller's.
  */
-void krping_bench_progress(struct krping_run *run, u32 first, u32 n,
+void krping_bench_progress(struct krping_run *run, u64 first, u32 n,
 			   u64 bytes)
 {
 	struct krping_progress *p = &run->sess->progress;
-	u32 skip = run->warmup > first ? run->warmup - first : 0;
+	u32 measured = krping_bench_measured_n(first, n, run->warmup);
 
-	if (skip >= n)
+	if (!measured)
 		return;
-	atomic64_add(n - skip, &p->iterations);
-	atomic64_add((u64)(n - skip) * bytes, &p->bytes);
+	atomic64_add(measured, &p->iterations);
+	atomic64_add((u64)measured * bytes, &p->bytes);
 }

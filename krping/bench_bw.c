@@ -21,20 +21,14 @@
 
 /*
  * The operations a signaled completion stands for: those after the
- * @done completed ones up to the next signaled one, which is the next
- * multiple of bw_every, the warm-up's last or the run's last (bw_total,
- * set before that one is posted), whichever comes first.
+ * @done completed ones up to the next signaled one (krping_bw_batch_end();
+ * bw_total is set before the run's last one is posted). At most
+ * bw_every.
  */
-static u32 krping_bw_batch(const struct krping_run *run, u32 done)
+static u32 krping_bw_batch(const struct krping_run *run, u64 done)
 {
-	u32 end = (done / run->bw_every + 1) * run->bw_every;
-	u32 total = READ_ONCE(run->bw_total);
-
-	if (done < run->warmup)
-		end = min(end, run->warmup);
-	if (total && done < total)
-		end = min(end, total);
-	return end - done;
+	return krping_bw_batch_end(done, run->bw_every, run->warmup,
+				   atomic64_read(&run->bw_total)) - done;
 }
 
 static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -42,7 +36,8 @@ static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krping_run *run = cq->cq_context;
 	struct krping_stats *st = run->stats;
 	bool send = wc->opcode == IB_WC_SEND;
-	u32 done = run->rdma_count;
+	/* Only the CQ's handlers, one at a time, write the counter. */
+	u64 done = atomic64_read(&run->rdma_count);
 	u32 n;
 
 	if (!krping_wc_ok(run, wc, send ? "SEND" : "RDMA WRITE"))
@@ -59,10 +54,10 @@ static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /* Does operation @i ask for a completion (see krping_bw_batch())? */
-static bool krping_bw_signaled(const struct krping_run *run, u32 i)
+static bool krping_bw_signaled(const struct krping_run *run, u64 i)
 {
-	return (i + 1) % run->bw_every == 0 || i + 1 == run->warmup ||
-	       i + 1 == run->bw_total;
+	return krping_bw_signaled_at(i, run->bw_every, run->warmup,
+				     atomic64_read(&run->bw_total));
 }
 
 /**
@@ -84,17 +79,21 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 {
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = run->stats;
-	u64 start = 0, done;
-	u32 i;
+	u64 start = 0, done, i;
 	int ret = 0;
 
 	/* A quarter of the queue per completion keeps the queue flowing. */
 	run->bw_every = max_t(u32, o->txdepth / 4, 1);
-	run->bw_total = run->total;
+	atomic64_set(&run->bw_total, run->total);
 	run->bw_cqe.done = krping_bw_done;
 
+	/*
+	 * The index has 64 bits: a run without a count never meets warmup
+	 * again, which would wait for the queue to empty and restart the
+	 * clock.
+	 */
 	for (i = 0; ; i++) {
-		if (i && i == run->warmup) {
+		if (i && krping_bench_begins(i, run->warmup)) {
 			ret = krping_wait_count(run, &run->rdma_count,
 						run->rdma_posted);
 			if (ret)
@@ -108,16 +107,16 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 			 */
 			if (!i || krping_bw_signaled(run, i - 1))
 				break;
-			WRITE_ONCE(run->bw_total, i + 1);
+			atomic64_set(&run->bw_total, i + 1);
 		}
-		if (i == run->warmup)
+		if (krping_bench_begins(i, run->warmup))
 			start = ktime_get_ns();
 		if (opcode == IB_WR_SEND)
 			ret = krping_sbw_wait_grant(run, i);
 		if (!ret)
 			ret = krping_bench_post(run, opcode, &run->bw_cqe,
 						krping_bw_signaled(run, i));
-		if (ret || i + 1 == run->bw_total)
+		if (ret || i + 1 == atomic64_read(&run->bw_total))
 			break;
 	}
 	if (!ret) {

@@ -64,7 +64,8 @@ int krping_bench_fr(struct krping_run *run)
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = run->stats;
 	u32 nmrs = clamp_t(u32, o->txdepth / 2, 1, KRPING_FR_MAX_MRS);
-	u32 i, batch, end, done = 0;
+	u64 end, done = 0;
+	u32 i, batch;
 	int ret;
 
 	if (o->role != KRPING_ROLE_CLIENT)
@@ -88,9 +89,9 @@ int krping_bench_fr(struct krping_run *run)
 	while (krping_bench_next(run, done)) {
 		end = done + nmrs;
 		if (done < run->warmup)
-			end = min(end, run->warmup);
+			end = min_t(u64, end, run->warmup);
 		if (run->total)
-			end = min(end, run->total);
+			end = min_t(u64, end, run->total);
 		batch = end - done;
 		for (i = 0; i < batch; i++) {
 			ret = krping_fr_post(run, &run->fr_mrs[i]);

@@ -5,9 +5,9 @@
  * wlat: RDMA WRITE ping-pong, as perftest's ib_write_lat. Each side
  * writes its whole buffer into the peer's sink and spins on the last byte
  * of its own sink for the peer's answer; the byte carries a tag that
- * changes every iteration. A sample is half a round trip: the client
- * times write to answer, the server answer to next write (so it has one
- * sample fewer).
+ * changes every iteration (krping_wlat_tag()). A sample is half a round
+ * trip: the client times write to answer, the server answer to next write
+ * (so it has one sample fewer).
  *
  * rlat: RDMA READ of the server's sink by the client, one at a time, as
  * ib_read_lat; a sample is the full round trip. With poll=1 the client
@@ -23,15 +23,6 @@
 #define KRPING_SPIN_CHECK	256
 /* krping_spin_tag(): the client of a timed run has finished instead. */
 #define KRPING_PEER_DONE	1
-
-/*
- * The tag of iteration @i: never 0 (the sink starts zeroed), never the
- * same in two iterations in a row.
- */
-static u8 krping_tag(u32 i)
-{
-	return i % 255 + 1;
-}
 
 /*
  * Spin until the last byte of our sink holds @tag. Return: 0, the errno
@@ -77,12 +68,11 @@ int krping_bench_wlat(struct krping_run *run)
 {
 	bool client = run->opts->role == KRPING_ROLE_CLIENT;
 	struct krping_stats *st = run->stats;
-	u64 t_write = 0, now;
-	u32 i;
+	u64 t_write = 0, now, i;
 	int ret;
 
 	for (i = 0; krping_bench_next(run, i); i++) {
-		u8 tag = krping_tag(i);
+		u8 tag = krping_wlat_tag(i);
 
 		if (client) {
 			t_write = ktime_get_ns();
@@ -125,9 +115,8 @@ int krping_bench_wlat(struct krping_run *run)
 int krping_bench_rlat(struct krping_run *run)
 {
 	struct krping_stats *st = run->stats;
-	u64 start, now;
+	u64 start, now, i;
 	bool more;
-	u32 i;
 	int ret;
 
 	/* The server only lends its buffer. */

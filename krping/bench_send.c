@@ -137,8 +137,7 @@ int krping_bench_slat(struct krping_run *run)
 {
 	bool client = run->opts->role == KRPING_ROLE_CLIENT;
 	struct krping_stats *st = run->stats;
-	u64 t_send = 0, now;
-	u32 i;
+	u64 t_send = 0, now, i;
 	int ret;
 
 	/* The first data receive was posted by krping_bench_send_setup(). */
@@ -197,11 +196,11 @@ int krping_bench_slat(struct krping_run *run)
  * run's total, and one more for a timed run's closing message, which the
  * client SENDs empty into a data receive (it may end before the total).
  */
-static u32 krping_sbw_limit(const struct krping_run *run)
+static u64 krping_sbw_limit(const struct krping_run *run)
 {
 	if (!run->total)
 		return 0;
-	return run->total + (run->fin_empty ? 1 : 0);
+	return (u64)run->total + (run->fin_empty ? 1 : 0);
 }
 
 /*
@@ -214,7 +213,7 @@ static u32 krping_sbw_limit(const struct krping_run *run)
 static int krping_sbw_grant(struct krping_run *run)
 {
 	u64 grant = run->sbw_posted, *src = run->grant_buf.addr;
-	u32 limit = krping_sbw_limit(run);
+	u64 limit = krping_sbw_limit(run);
 	struct ib_sge sge = {
 		.addr = run->grant_buf.dma,
 		.length = sizeof(__be64),
@@ -273,11 +272,11 @@ static void krping_sbw_grant_done(struct ib_cq *cq, struct ib_wc *wc)
 static int krping_sbw_post_recvs(struct krping_run *run)
 {
 	u64 target = krping_read_count(&run->data_count) + run->sbw_depth;
-	u32 limit = krping_sbw_limit(run);
+	u64 limit = krping_sbw_limit(run);
 	int ret = 0;
 
 	if (limit)
-		target = min_t(u64, target, limit);
+		target = min(target, limit);
 	while (run->sbw_posted < target) {
 		ret = krping_bench_post_data_recv(run);
 		if (ret)
@@ -294,13 +293,14 @@ static int krping_sbw_post_recvs(struct krping_run *run)
 static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
-	u32 i = run->data_count;
+	/* Only the CQ's handlers, one at a time, write the counter. */
+	u64 i = atomic64_read(&run->data_count);
 	int ret;
 
 	if (krping_data_recv_fin(run, wc) || !krping_data_recv_ok(run, wc))
 		return;
 	/* The server's measured part begins with the first measured SEND. */
-	if (i == run->warmup)
+	if (krping_bench_begins(i, run->warmup))
 		krping_bench_started(run, ktime_get_ns());
 	krping_bench_progress(run, i, 1, wc->byte_len);
 	krping_count_inc(&run->data_count);
@@ -314,14 +314,14 @@ static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 static u64 krping_sbw_read_grant(struct krping_run *run)
 {
 	const struct krping_buf *b = &run->rdma_buf;
-	u32 limit = krping_sbw_limit(run);
+	u64 limit = krping_sbw_limit(run);
 	u64 grant;
 
 	ib_dma_sync_single_for_cpu(run->pd->device, b->dma, sizeof(__be64),
 				   b->dir);
 	grant = be64_to_cpu(READ_ONCE(*(__be64 *)b->addr));
 	if (limit)
-		grant = min_t(u64, grant, limit);
+		grant = min(grant, limit);
 	run->sbw_seen = max(run->sbw_seen, grant);
 	return run->sbw_seen;
 }

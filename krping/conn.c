@@ -286,11 +286,6 @@ static unsigned long krping_sooner(unsigned long a, unsigned long b)
 	return time_before(a, b) ? a : b;
 }
 
-static bool krping_reached(const int *counter, int target)
-{
-	return krping_read_count(counter) - target >= 0;
-}
-
 /**
  * krping_check() - the checks of a busy loop
  * @run: the run
@@ -363,8 +358,9 @@ static void krping_idle(struct krping_run *run, int seen,
 /**
  * krping_wait_count() - wait for a completion counter to reach a target
  * @run: the run
- * @counter: one of run->recv_count, send_count, rdma_count
- * @target: the value to wait for
+ * @counter: a completion counter of the run (recv_count, send_count,
+ *	rdma_count, data_count, fr_count)
+ * @target: the count to wait for
  *
  * Sleeps on completion events, or busy-polls the CQ when the run polls.
  * A lazy wait (run->lazy: nothing is measured, e.g. a benchmark's passive
@@ -384,7 +380,8 @@ static void krping_idle(struct krping_run *run, int seen,
  * Return: 0, -EINTR when told to stop, the run's error, -ETIMEDOUT, or
  * -ECONNRESET.
  */
-int krping_wait_count(struct krping_run *run, const int *counter, int target)
+int krping_wait_count(struct krping_run *run, const atomic64_t *counter,
+		      u64 target)
 {
 	unsigned long deadline = 0, nap = 1;
 	bool flushing = false;
@@ -394,7 +391,7 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 		seen = atomic_read(&run->events);
 		if (run->poll)
 			ib_process_cq_direct(run->cq, -1);
-		if (krping_reached(counter, target))
+		if (krping_count_reached(krping_read_count(counter), target))
 			return 0;
 		if (krping_told_to_stop(run))
 			return -EINTR;
@@ -408,7 +405,7 @@ int krping_wait_count(struct krping_run *run, const int *counter, int target)
 				deadline = jiffies + KRPING_DISCONNECT_GRACE;
 			} else if (time_after_eq(jiffies, deadline)) {
 				if (flushing) {
-					pr_debug("%s: peer gone, %d of %d done\n",
+					pr_debug("%s: peer gone, %llu of %llu done\n",
 						 run_name(run),
 						 krping_read_count(counter),
 						 target);
@@ -1446,7 +1443,7 @@ static int krping_post_msg(struct krping_run *run, struct ib_cqe *cqe,
 int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
 		    u32 invalidate_rkey)
 {
-	int target = run->send_count + 1;
+	u64 target = krping_read_count(&run->send_count) + 1;
 	int ret;
 
 	ret = krping_post_msg(run, &run->send_cqe, addr, rkey, size,
@@ -1585,7 +1582,7 @@ int krping_rdma(struct krping_run *run, enum ib_wr_opcode opcode,
 	struct ib_send_wr inv = {}, *first;
 	struct ib_reg_wr regwr = {};
 	struct ib_rdma_wr wr = {};
-	int target = run->rdma_count + 1;
+	u64 target = krping_read_count(&run->rdma_count) + 1;
 	int ret;
 
 	wr.wr.opcode = opcode;

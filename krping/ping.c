@@ -33,13 +33,13 @@
  * rping's data: "rdma-ping-<n>: " then the printable characters from 'A'
  * to 'z' rotating, starting one further each iteration, NUL last.
  */
-static void krping_fill(char *buf, u32 size, u32 iter, char *start)
+static void krping_fill(char *buf, u32 size, u64 iter, char *start)
 {
 	u32 i;
 	int len;
 	char c;
 
-	len = snprintf(buf, size, "rdma-ping-%u: ", iter);
+	len = snprintf(buf, size, "rdma-ping-%llu: ", iter);
 	for (i = min_t(u32, len, size), c = *start; i < size; i++) {
 		buf[i] = c;
 		if (++c > 'z')
@@ -79,7 +79,7 @@ static int krping_advertise(struct krping_run *run, struct krping_buf *b,
 	ret = krping_send_msg(run, addr, rkey, b->size, 0);
 	if (ret == -ECONNRESET && last && READ_ONCE(run->peer_left) &&
 	    !READ_ONCE(run->error) &&
-	    krping_read_count(&run->recv_count) - run->recv_expected > 0) {
+	    krping_read_count(&run->recv_count) > run->recv_expected) {
 		pr_debug("%s: the server left before the ACK of our last SEND\n",
 			 config_item_name(&run->sess->item));
 		krping_count_send(run);
@@ -103,7 +103,7 @@ static int krping_client_loop(struct krping_run *run)
 	char *src = run->start_buf.addr, *dst = run->rdma_buf.addr;
 	struct ib_device *dev = run->pd->device;
 	char start = 'A';
-	u32 iter;
+	u64 iter;
 	int ret;
 
 	for (iter = 0; !o->count || iter < o->count; iter++) {
@@ -137,7 +137,7 @@ static int krping_client_loop(struct krping_run *run)
 				(int)min_t(u32, o->size, KRPING_VERBOSE_MAX),
 				dst);
 		if (o->validate && memcmp(src, dst, o->size)) {
-			pr_debug("%s: iteration %u: data mismatch\n",
+			pr_debug("%s: iteration %llu: data mismatch\n",
 				 config_item_name(&run->sess->item), iter);
 			return -EBADMSG;
 		}
@@ -222,8 +222,8 @@ static int krping_server_loop(struct krping_run *run)
 {
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = run->stats;
-	u32 rkey, len, iter = 0;
-	u64 addr, t0;
+	u64 addr, t0, iter = 0;
+	u32 rkey, len;
 	int ret;
 
 	for (;;) {

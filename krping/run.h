@@ -13,6 +13,7 @@
 #include <linux/wait.h>
 #include <rdma/rdma_cm.h>
 
+#include "count.h"
 #include "krping.h"
 #include "latency.h"
 
@@ -175,7 +176,8 @@ struct krping_group {
  *	was flushed for KRPING_DISCONNECT_GRACE, so we disconnected in turn
  *	(krping_wait_count())
  * @flushed: a work request completed with a flush error
- * @recv_count: successful receive completions
+ * @recv_count: successful receive completions (this and the other
+ *	completion counters below: see krping/count.h)
  * @recv_expected: receives the thread has waited for so far
  * @send_count: successful SEND completions
  * @rdma_count: successful RDMA READ/WRITE completions (slat, sbw: data
@@ -194,7 +196,8 @@ struct krping_group {
  * @bw_every: bw, sbw: one WRITE or SEND in this many is signaled
  * @bw_total: bw, sbw: the operations of the run once known, 0 before (a
  *	signaled completion covers those up to the next multiple of
- *	@bw_every, the warm-up's end or this, whichever comes first)
+ *	@bw_every, the warm-up's end or this, whichever comes first);
+ *	written by the thread, read by the completion handler
  * @sbw_depth: sbw server: data receives kept posted
  * @sbw_posted: sbw server: data receives posted so far
  * @sbw_granted: sbw server: the last grant written to the client (the
@@ -278,22 +281,22 @@ struct krping_run {
 	bool peer_left;
 	bool flushed;
 
-	int recv_count;
-	int recv_expected;
-	int send_count;
-	int rdma_count;
-	int data_count;
+	atomic64_t recv_count;
+	u64 recv_expected;
+	atomic64_t send_count;
+	atomic64_t rdma_count;
+	atomic64_t data_count;
 	u32 rdma_len;
 	struct krping_rdma_info rx;
 	u32 rx_inv_rkey;
 	u64 peer_addr;
 	u32 peer_rkey;
-	int rdma_posted;
-	int fr_count;
+	u64 rdma_posted;
+	atomic64_t fr_count;
 	struct ib_cqe fr_cqe;
 	struct ib_cqe bw_cqe;
 	u32 bw_every;
-	u32 bw_total;
+	atomic64_t bw_total;
 	u32 sbw_depth;
 	u64 sbw_posted;
 	u64 sbw_granted;
@@ -339,7 +342,8 @@ int krping_connect(struct krping_run *run);
 int krping_accept(struct krping_run *run);
 void krping_teardown(struct krping_run *run);
 void krping_destroy_id(struct rdma_cm_id *id);
-int krping_wait_count(struct krping_run *run, const int *counter, int target);
+int krping_wait_count(struct krping_run *run, const atomic64_t *counter,
+		      u64 target);
 int krping_check(struct krping_run *run);
 void krping_wake(struct krping_run *run);
 void krping_fail(struct krping_run *run, int err);
@@ -375,17 +379,6 @@ int krping_rdma(struct krping_run *run, enum ib_wr_opcode opcode,
 		struct ib_sge *sge, u64 remote_addr, u32 rkey,
 		struct krping_mr *reg, int reg_access);
 
-/*
- * Completion counters have one writer, the CQ's handler. The release
- * publishes what the handler stored before (the received message); the
- * acquire in the thread pairs with it.
- */
-static inline void krping_count_inc(int *counter)
-{
-	/* Publish the handler's stores before the new count. */
-	smp_store_release(counter, *counter + 1);
-}
-
 /* ping.c */
 int krping_ping(struct krping_run *run);
 
@@ -400,21 +393,14 @@ int krping_bench_sbw(struct krping_run *run);
 int krping_bench_send_setup(struct krping_run *run);
 int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode);
 int krping_sbw_wait_grant(struct krping_run *run, u64 sent);
-bool krping_bench_next(struct krping_run *run, u32 i);
+bool krping_bench_next(struct krping_run *run, u64 i);
 bool krping_bench_peer_done(const struct krping_run *run);
-void krping_bench_sample(struct krping_run *run, u32 i, u64 ns);
+void krping_bench_sample(struct krping_run *run, u64 i, u64 ns);
 void krping_bench_started(struct krping_run *run, u64 now);
-void krping_bench_progress(struct krping_run *run, u32 first, u32 n,
+void krping_bench_progress(struct krping_run *run, u64 first, u32 n,
 			   u64 bytes);
 int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 		      struct ib_cqe *cqe, bool signaled);
-
-/* As krping_count_inc(), by @n. */
-static inline void krping_count_add(int *counter, int n)
-{
-	/* Publish the handler's stores before the new count. */
-	smp_store_release(counter, *counter + n);
-}
 
 /*
  * A pause in a busy loop (wlat's spin on its sink, poll=1 waits), and
@@ -436,12 +422,6 @@ static inline void krping_spin_yield(void)
 static inline void krping_heard(struct krping_run *run)
 {
 	WRITE_ONCE(run->heard, jiffies);
-}
-
-static inline int krping_read_count(const int *counter)
-{
-	/* Pairs with smp_store_release() in krping_count_inc(). */
-	return smp_load_acquire(counter);
 }
 
 #endif /* KRPING_RUN_H */
