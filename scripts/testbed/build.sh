@@ -65,8 +65,10 @@ for want in "$@"; do
 	kunit=() kunit_ko=()
 	if grep -q '^CONFIG_KUNIT=y' "$kdir/.config" 2>/dev/null; then
 		kunit=(CONFIG_KRPING_OPTIONS_KUNIT_TEST=m CONFIG_KRPING_LATENCY_KUNIT_TEST=m
+			CONFIG_KRPING_BENCH_KUNIT_TEST=m
 			CONFIG_ROPCIE_RING_KUNIT_TEST=m CONFIG_ROPCIE_WIRE_KUNIT_TEST=m)
 		kunit_ko=(kunit/krping_options_kunit.ko kunit/krping_latency_kunit.ko
+			kunit/krping_bench_kunit.ko
 			kunit/ropcie_ring_kunit.ko kunit/ropcie_wire_kunit.ko)
 	fi
 	make -C "$kdir" M="$dir" CONFIG_RDMA_KRPING=m \
