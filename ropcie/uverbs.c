@@ -82,10 +82,11 @@ void ropcie_disassociate_ucontext(struct ib_ucontext *uctx)
 }
 
 /*
- * The rdma_cm id that a connect or an accept comes through. Only rdma_cm
- * makes iw_cm ids, with its private id as their context, and that private
- * id begins with the public struct rdma_cm_id (cma_priv.h): what ucma
- * and rdma_cm's kernel callers are told is that same struct.
+ * The rdma_cm id that a connect or an accept comes through. In the tree
+ * only rdma_cm makes iw_cm ids, with its private id as their context,
+ * and that private id begins with the public struct rdma_cm_id
+ * (cma_priv.h). A module that makes iw_cm ids of its own cannot name a
+ * kernel QP (documented in ropcie.rst).
  */
 static const struct rdma_cm_id *ropcie_rdma_cm_id(const struct iw_cm_id *cm_id)
 {

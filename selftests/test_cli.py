@@ -467,18 +467,21 @@ class SignallingStderr(io.RawIOBase):
     runs inside the buffered write of that line, as a Ctrl-C lands in the
     middle of a print."""
 
-    def __init__(self, trigger):
+    def __init__(self, trigger, descriptor=None):
         super().__init__()
         self.trigger = trigger.encode()
         self.rfd, self.wfd = os.pipe()
         os.set_blocking(self.rfd, False)
         self.sent = False
+        # What fileno() gives (a signal handler writes there): the pipe,
+        # or another descriptor.
+        self.descriptor = descriptor
 
     def writable(self):
         return True
 
     def fileno(self):
-        return self.wfd
+        return self.wfd if self.descriptor is None else self.descriptor
 
     def write(self, b):
         if not self.sent and self.trigger in bytes(b):
@@ -497,12 +500,17 @@ class SignallingStderr(io.RawIOBase):
 
 
 @krping.STOCK_ONLY
-def test_an_interrupt_inside_a_print_to_stderr(name, tool, monkeypatch):
+@pytest.mark.parametrize("descriptor", ["pipe", "full"])
+def test_an_interrupt_inside_a_print_to_stderr(name, tool, monkeypatch,
+                                               descriptor):
     """A second SIGINT that lands while the CLI prints "interrupted" to a
     real (buffered) stderr: its handler must not write to that stream
     again (a re-entered BufferedWriter raises RuntimeError), so the run
-    still removes its sessions and returns 130."""
-    raw = SignallingStderr("interrupted, stopping")
+    still removes its sessions and returns 130. With stderr's descriptor
+    on /dev/full, the handler's write fails (ENOSPC), and that must not
+    end the cleanup either."""
+    full = os.open("/dev/full", os.O_WRONLY) if descriptor == "full" else None
+    raw = SignallingStderr("interrupted, stopping", full)
     stream = io.TextIOWrapper(io.BufferedWriter(raw), line_buffering=True)
     real_start = tool.Session.start
 
@@ -518,9 +526,12 @@ def test_an_interrupt_inside_a_print_to_stderr(name, tool, monkeypatch):
     monkeypatch.undo()
     stream.flush()
     err = raw.text()
+    if full is not None:
+        os.close(full)
     assert raw.sent, err
     assert rc == 130, err
-    assert "still removing the sessions" in err, err
+    if full is None:
+        assert "still removing the sessions" in err, err
     assert leftovers(name) == []
 
 
