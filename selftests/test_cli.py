@@ -432,6 +432,18 @@ def test_interrupts_in_a_row_remove_sessions(name):
     cli("pair", *common(port=port, count=2), "--name", name + "n", check=0)
 
 
+def interrupt_once_started(tool, name, monkeypatch):
+    """Have the CLI (in this process) send itself a SIGINT once it has
+    started its client session name + "c"."""
+    real_start = tool.Session.start
+
+    def start_then_signal(self):
+        real_start(self)
+        if self.name == name + "c":
+            os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(tool.Session, "start", start_then_signal)
+
+
 @krping.STOCK_ONLY
 def test_an_interrupt_during_cleanup_removes_every_session(name, tool, monkeypatch):
     """SIGINT while the CLI stops its first session after a Ctrl-C: the
@@ -445,13 +457,7 @@ def test_an_interrupt_during_cleanup_removes_every_session(name, tool, monkeypat
             signalled.append(self.name)
             os.kill(os.getpid(), signal.SIGINT)
     monkeypatch.setattr(tool.Session, "stop", stop_then_signal)
-    real_start = tool.Session.start
-
-    def start_then_signal(self):
-        real_start(self)
-        if self.name == name + "c":
-            os.kill(os.getpid(), signal.SIGINT)
-    monkeypatch.setattr(tool.Session, "start", start_then_signal)
+    interrupt_once_started(tool, name, monkeypatch)
     rc, _, err = inproc("pair", *common(count=0), "--name", name)
     monkeypatch.undo()
     assert signalled, err
@@ -512,13 +518,7 @@ def test_an_interrupt_inside_a_print_to_stderr(name, tool, monkeypatch,
     full = os.open("/dev/full", os.O_WRONLY) if descriptor == "full" else None
     raw = SignallingStderr("interrupted, stopping", full)
     stream = io.TextIOWrapper(io.BufferedWriter(raw), line_buffering=True)
-    real_start = tool.Session.start
-
-    def start_then_signal(self):
-        real_start(self)
-        if self.name == name + "c":
-            os.kill(os.getpid(), signal.SIGINT)
-    monkeypatch.setattr(tool.Session, "start", start_then_signal)
+    interrupt_once_started(tool, name, monkeypatch)
     with contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(stream):
         rc = tool.main([str(a) for a in ("pair", *common(count=0),

@@ -203,6 +203,8 @@ def test_user_qp_cannot_use_the_kernels_dma_lkey(procs):
         {res["qpn"]}, res
 
 
+# The same decision on every kernel (ropcie_may_connect()).
+@krping.STOCK_ONLY
 def test_user_qp_of_another_process_is_refused(procs):
     """A user's QP given to rdma_connect must be the caller's own: an
     unprivileged process that names a root process's QP (in INIT, so
@@ -241,6 +243,8 @@ def kernel_qp():
         assert cp.returncode == 0, cp.stderr
 
 
+# The same decision on every kernel (ropcie_may_connect()).
+@krping.STOCK_ONLY
 def test_kernel_qp_cannot_be_connected_by_a_user(procs, kernel_qp):
     """An unprivileged process that names a kernel consumer's QP (in INIT,
     before its owner's connect) in rdma_connect, with a listener ready to
@@ -254,6 +258,8 @@ def test_kernel_qp_cannot_be_connected_by_a_user(procs, kernel_qp):
     assert res == {"connect": "EACCES"}, res
 
 
+# The same decision on every kernel (ropcie_may_connect()).
+@krping.STOCK_ONLY
 def test_kernel_qp_cannot_be_accepted_by_a_user(procs, kernel_qp):
     """The same through rdma_accept: an unprivileged listener that
     answers a request naming a kernel QP gets EACCES, and the connecting

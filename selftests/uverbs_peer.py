@@ -94,13 +94,19 @@ def errno_of(exc):
     return errno.errorcode.get(abs(code), str(exc))
 
 
-def server(addr, port):
+def first_request(addr, port):
+    """Listen on addr:port, say so on stdout, and take the first
+    connection request: (listening id, the request's new id)."""
     ai = AddrInfo(src=addr, src_service=port, port_space=ce.RDMA_PS_TCP,
                   flags=ce.RAI_PASSIVE)
     lid = CMID(creator=ai)
     lid.listen()
     print(json.dumps({"listening": True}), flush=True)
-    cid = lid.get_request()
+    return lid, lid.get_request()
+
+
+def server(addr, port):
+    lid, cid = first_request(addr, port)
     pd, cq, qp, mr = resources(cid.context)
     to_init(cid, qp)
     for i in range(2):
@@ -141,12 +147,7 @@ def connect(addr, port, qpn=None):
 
 
 def accept(addr, port, qpn):
-    ai = AddrInfo(src=addr, src_service=port, port_space=ce.RDMA_PS_TCP,
-                  flags=ce.RAI_PASSIVE)
-    lid = CMID(creator=ai)
-    lid.listen()
-    print(json.dumps({"listening": True}), flush=True)
-    cid = lid.get_request()
+    lid, cid = first_request(addr, port)
     out = {"accept": outcome(lambda: cid.accept(ConnParam(qp_num=qpn)))}
     # A refused accept leaves the request's event with the new id:
     # destroying the listener first would wait for its ack for ever.
