@@ -24,9 +24,10 @@ usage:
                                       printed; waits for a line on stdin,
                                       then tries one more verb
   uverbs_peer.py reg DEV BYTES        register an MR of BYTES: the errno
-  uverbs_peer.py destroy-poll DEV     a receive flushed into the CQ of a
-                                      QP in error, the QP destroyed, then
-                                      the CQ polled: what it still holds
+  uverbs_peer.py destroy-poll DEV     two receives flushed into the CQ of
+                                      a QP in error, the first polled,
+                                      the QP destroyed, then the CQ
+                                      polled: what it still holds
 """
 
 import errno
@@ -174,14 +175,18 @@ def destroy_poll(dev):
     ctx = Context(name=dev)
     pd, cq, qp, mr = resources(ctx)
     qp.modify(QPAttr(qp_state=e.IBV_QPS_INIT), e.IBV_QP_STATE)
-    qp.post_recv(RecvWR(wr_id=7, num_sge=1, sg=[SGE(mr.buf, SIZE, mr.lkey)]))
+    for wr_id in (7, 8):
+        qp.post_recv(RecvWR(wr_id=wr_id, num_sge=1,
+                            sg=[SGE(mr.buf, SIZE, mr.lkey)]))
     qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
-    # The QP's worker flushes the receive into the CQ meanwhile.
-    time.sleep(0.2)
+    # The QP's worker flushes both receives in one pass: the first one
+    # polled proves the second is in the CQ too.
+    first = poll_one(cq)
     qp.close()
     n, wcs = cq.poll(4)
-    return {"polled": n, "wcs": [{"wr_id": w.wr_id, "qp_num": w.qp_num}
-                                 for w in wcs[:n]]}
+    return {"first": first and first["wr_id"], "polled": n,
+            "wcs": [{"wr_id": w.wr_id, "qp_num": w.qp_num}
+                    for w in wcs[:n]]}
 
 
 def main():
