@@ -321,7 +321,9 @@ stage_two-host() {
 # test_ropcie_link.py); NVMe-oF, the target
 # there and the host here (test_ulp_remote.py); user space: rdma-core's
 # rping on one host against krping on the other, both ways, at 64 KiB
-# (test_rping_remote.py).
+# (test_rping_remote.py); perftest's five tools, unmodified, each once
+# (test_perftest_remote.py: 6.1 serves send_lat, send_bw and write_lat,
+# 6.12 serves write_bw and read_lat).
 TWO_HOST_ROPCIE_K="(test_ping and not lkey and not variants and not inv and not validate"
 TWO_HOST_ROPCIE_K+=" and (1-reg or 65536-dma or 1048576-reg or (max_size and dma)))"
 TWO_HOST_ROPCIE_K+=" or (test_bench_completes and reg) or concurrent"
@@ -331,11 +333,13 @@ TWO_HOST_ROPCIE_K+=" and not cm-short and not recovers[version] and not recovers
 TWO_HOST_ROPCIE_K+=" and not epoch-zero) or nvmeof"
 TWO_HOST_ROPCIE_K+=" or (test_qps_exact and (remote-client-bw or remote-server-slat))"
 TWO_HOST_ROPCIE_K+=" or (test_rping_remote and 65535-reg)"
+TWO_HOST_ROPCIE_K+=" or ib_send_lat-there or ib_send_bw-there or ib_write_lat-there"
+TWO_HOST_ROPCIE_K+=" or ib_write_bw-here or ib_read_lat-here"
 stage_two-host-ropcie() {
 	pair_stage two-host-ropcie 6.12 6.1 --provider ropcie --smp 1 --remote-smp 1 -- \
 		test_ping.py test_bench.py test_two_hosts.py test_pci_link.py \
 		test_ropcie_link.py test_ulp_remote.py test_qps.py test_rping_remote.py \
-		-k "$TWO_HOST_ROPCIE_K"
+		test_perftest_remote.py -k "$TWO_HOST_ROPCIE_K"
 }
 # RoCE between two 6.12 guests with two vCPUs each (the cross-kernel
 # stage above has one), not part of make check since 2026-11-27 (its
@@ -519,11 +523,13 @@ DEBUG_PYTEST=(-m "not stock_only and not two_host")
 # (the pings' sizes, memory modes and invalidations are krping's own
 # paths, the same over rxe); faults, load and timeouts over both, so
 # that lockdep learns krping's handlers in each provider's completion
-# context. The rest over rxe (debug-rxe): the
+# context. perftest on ropcie0 (test_ropcie_perftest.py, its own device)
+# in debug-siw too, which ends earlier. The rest over rxe (debug-rxe): the
 # configfs-only files, test_ropcie.py, test_ropcie_uverbs.py and
 # test_ulp.py (they bring their own device), the lifecycle, the CLI, the module loads and several QPs
 # (a listener that hands connections to threads: RoCE's CM here).
-DEBUG_SIW_ONLY=(test_bench.py test_rping.py test_ipv6.py test_histogram.py test_ping.py)
+DEBUG_SIW_ONLY=(test_bench.py test_rping.py test_ipv6.py test_histogram.py test_ping.py
+	test_ropcie_perftest.py)
 DEBUG_SIW_SKIP=(test_ropcie.py test_ropcie_uverbs.py test_ulp.py test_abuse_writes.py test_options.py
 	test_session.py test_random_ops.py test_bad_input.py test_lifecycle.py
 	test_cli.py test_module.py test_qps.py)

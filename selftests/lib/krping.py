@@ -25,6 +25,7 @@ import itertools
 import json
 import math
 import os
+import re
 import select
 import socket
 import subprocess
@@ -909,8 +910,9 @@ KCSAN_SORTED = os.environ.get("KRPING_KCSAN_REPORTS") == "sort"
 
 # "traps: prog[pid] general protection fault ip:... in lib.so": the
 # kernel reporting a user process it killed (show_signal_msg), not a
-# kernel fault; the process's own test judges it.
-USER_FAULT = " traps: "
+# kernel fault; the process's own test judges it. /dev/kmsg's lines
+# start with it, dmesg's after the time stamp.
+USER_FAULT = re.compile(r"(^|\s)traps: \S+\[\d+\] ")
 
 # A failed page or vmalloc allocation dumps the stack (warn_alloc): the
 # kernel's answer to memory pressure or to an injected failure, not a bug.
@@ -928,7 +930,7 @@ def kernel_bug_lines(lines):
         if walloc and "</TASK>" in l:
             walloc = False
         if any(m in l for m in KERNEL_BUG_MARKERS) and \
-                USER_FAULT not in l and \
+                not USER_FAULT.search(l) and \
                 not (KCSAN_SORTED and "BUG: KCSAN:" in l):
             bad.append(l)
     return bad
