@@ -494,7 +494,12 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	atomic_set(&qp->events, 0);
 	atomic_set(&qp->sq_owner, ROPCIE_SQ_FREE);
 	atomic64_set(&qp->prof_write, 0);
-	qp->state = IB_QPS_RESET;
+	/*
+	 * An iWARP QP is born idle, ready for receives and for its
+	 * connection; ib_core shows idle as INIT (as siw does), and
+	 * rdma-core's tests expect an RNIC's new QP there.
+	 */
+	qp->state = IB_QPS_INIT;
 	qp->scq = to_rcq(attr->send_cq);
 	qp->rcq = to_rcq(attr->recv_cq);
 	qp->sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;

@@ -962,7 +962,11 @@ out_buf:
 	free_page((unsigned long)buf);
 }
 
-/* Posting to a QP that is not connected: RESET and INIT refuse work. */
+/*
+ * Posting to a QP that is not connected: a new QP is in INIT (an iWARP QP
+ * is born idle), which takes receives and refuses sends; RESET refuses
+ * both.
+ */
 static void rt_wrong_state(void)
 {
 	struct ib_qp_init_attr attr = {
@@ -971,7 +975,7 @@ static void rt_wrong_state(void)
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ib_qp_attr qa = { .qp_state = IB_QPS_INIT };
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_RESET };
 	struct ib_send_wr swr = { .opcode = IB_WR_SEND };
 	struct ib_recv_wr rwr = {};
 	const struct ib_send_wr *bad_s;
@@ -980,8 +984,8 @@ static void rt_wrong_state(void)
 	struct ib_cq *cq = NULL;
 	struct ib_qp *qp = NULL;
 	struct rt_pair *p;
-	int s_reset, r_reset, s_init;
-	char why[96];
+	int s_reset, r_reset, s_init, r_init;
+	char why[112];
 
 	/* Only for the device: make a pair, keep nothing of it. */
 	p = rt_pair_create();
@@ -1003,17 +1007,16 @@ static void rt_wrong_state(void)
 		qp = NULL;
 		goto out;
 	}
+	s_init = ib_post_send(qp, &swr, &bad_s);
+	r_init = ib_post_recv(qp, &rwr, &bad_r);
+	ib_modify_qp(qp, &qa, IB_QP_STATE);
 	s_reset = ib_post_send(qp, &swr, &bad_s);
 	r_reset = ib_post_recv(qp, &rwr, &bad_r);
-	qa.pkey_index = 0;
-	qa.port_num = 1;
-	qa.qp_access_flags = IB_ACCESS_REMOTE_WRITE;
-	ib_modify_qp(qp, &qa, IB_QP_STATE);
-	s_init = ib_post_send(qp, &swr, &bad_s);
-	if (s_reset != -EINVAL || r_reset != -EINVAL || s_init != -EINVAL) {
+	if (s_init != -EINVAL || r_init || s_reset != -EINVAL ||
+	    r_reset != -EINVAL) {
 		snprintf(why, sizeof(why),
-			 "send in RESET %d, recv in RESET %d, send in INIT %d",
-			 s_reset, r_reset, s_init);
+			 "new QP: send %d, recv %d; in RESET: send %d, recv %d",
+			 s_init, r_init, s_reset, r_reset);
 		rt_result("post_in_wrong_state", 1, why);
 	} else {
 		rt_result("post_in_wrong_state", 0, NULL);
