@@ -48,6 +48,29 @@
 #define KRPING_RECV_DEPTH		1
 #define KRPING_MSG_SIZE			sizeof(struct krping_rdma_info)
 
+#ifdef CONFIG_FAULT_INJECTION
+/*
+ * A fault-injection knob of kernels built for it (the test bed's debug
+ * kernel), so that a test can widen the windows where a server hands a
+ * connection request to a run; see krping_handoff_delay()'s callers.
+ */
+#define KRPING_HANDOFF_DELAY_MAX_MS	10000
+static unsigned int handoff_delay_ms;
+module_param(handoff_delay_ms, uint, 0600);
+MODULE_PARM_DESC(handoff_delay_ms,
+		 "fault injection: sleep this long (ms, at most 10000) where a server hands a connection request to a run");
+
+/* Sleep handoff_delay_ms, in process context (a CM handler or a thread). */
+void krping_handoff_delay(void)
+{
+	unsigned int ms = min_t(unsigned int, READ_ONCE(handoff_delay_ms),
+				KRPING_HANDOFF_DELAY_MAX_MS);
+
+	if (ms)
+		msleep(ms);
+}
+#endif
+
 static const char *run_name(const struct krping_run *run)
 {
 	return config_item_name(&run->sess->item);
@@ -505,13 +528,19 @@ static int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		set_bit(KRPING_CM_ROUTE_RESOLVED, &run->cm_flags);
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
-		/* One connection per server session; refuse the others. */
-		if (READ_ONCE(run->child))
-			return -EBUSY;
 		hello = krping_hello_of(ev);
 		/* A client of another qps: see krping_listen_handler(). */
 		if (krping_hello_qps(hello) != 1)
 			return -EINVAL;
+		krping_handoff_delay();
+		/*
+		 * One connection per server session; refuse the others. On a
+		 * wildcard address rdma_cm listens on each device with an id
+		 * of its own, whose requests reach this handler in parallel:
+		 * the one that sets the bit takes the run.
+		 */
+		if (test_and_set_bit(KRPING_CM_REQUEST_TAKEN, &run->cm_flags))
+			return -EBUSY;
 		if (hello)
 			krping_take_hello(run, ev, hello);
 		/* Pairs with smp_load_acquire() in krping_accept(). */

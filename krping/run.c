@@ -98,6 +98,7 @@ static int krping_qp_thread(void *data)
 	allow_signal(SIGKILL);
 	ret = krping_run_body(run);
 	krping_teardown(run);
+	set_bit(run->index, grp->torn_down);
 	if (ret)
 		krping_group_fail(grp, ret == -ERESTARTSYS ? -EINTR : ret);
 	atomic_inc(&grp->done);
@@ -142,8 +143,11 @@ static int krping_group_run(struct krping_group *grp)
 	u32 i, started = 0;
 	int ret = 0;
 
-	if (grp->opts->role == KRPING_ROLE_SERVER)
+	if (grp->opts->role == KRPING_ROLE_SERVER) {
 		ret = krping_listen(grp);
+		if (!ret)
+			krping_handoff_delay();
+	}
 	for (i = 0; !ret && i < grp->n; i++) {
 		struct task_struct *task;
 
@@ -173,6 +177,16 @@ static int krping_group_run(struct krping_group *grp)
 		kthread_stop(grp->tasks[i]);
 		put_task_struct(grp->tasks[i]);
 	}
+	/*
+	 * A run whose thread never ran (not created, or stopped before it
+	 * first ran: kthread_stop() then skips its function) may hold a
+	 * connection that the listener handed it meanwhile; its teardown
+	 * closes it and refuses that connection. kthread_stop() has waited
+	 * for the exit of every thread that ran, so their bits are set.
+	 */
+	for (i = 0; i < grp->n; i++)
+		if (!test_bit(i, grp->torn_down))
+			krping_teardown(grp->runs[i]);
 	/* No run takes a connection any more: each closed its slot. */
 	if (grp->listen_id)
 		krping_destroy_id(grp->listen_id);

@@ -84,6 +84,7 @@ enum {
 	KRPING_CM_ADDR_RESOLVED,
 	KRPING_CM_ROUTE_RESOLVED,
 	KRPING_CM_ESTABLISHED,
+	KRPING_CM_REQUEST_TAKEN,	/* server: a connection request took the run */
 };
 
 struct krping_run;
@@ -102,6 +103,7 @@ struct krping_run;
  * @ready: benchmarks: runs set up and waiting to begin their test
  *	together (krping_group_barrier())
  * @done: runs ended so far
+ * @torn_down: the runs whose thread has run krping_teardown()
  * @error: the first error of a run (a negative errno), 0 if none
  * @stop: every run is to end now (an error, or the session was stopped)
  * @wq: the session's thread waits here for the runs
@@ -117,6 +119,7 @@ struct krping_group {
 	atomic_t running;
 	atomic_t ready;
 	atomic_t done;
+	DECLARE_BITMAP(torn_down, KRPING_MAX_QPS);
 	int error;
 	bool stop;
 	wait_queue_head_t wq;
@@ -331,6 +334,11 @@ struct krping_run {
 };
 
 /* conn.c */
+#ifdef CONFIG_FAULT_INJECTION
+void krping_handoff_delay(void);
+#else
+static inline void krping_handoff_delay(void) { }
+#endif
 void krping_run_init(struct krping_run *run, struct krping_session *sess,
 		     const struct krping_options *opts);
 int krping_listen(struct krping_group *grp);

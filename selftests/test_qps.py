@@ -11,18 +11,22 @@ ECONNREFUSED); that one connection's failure ends the others and the
 session with its error; that a server whose client gives up its
 request ends failed with the CM's verdict wherever the reject finds it;
 that start=0 and rmdir in the middle of a qps=4 run end within the
-bound of a single connection; and that tools/krping's --qps runs them
-and reports per_qp in JSON valid against its schema.
+bound of a single connection; that tools/krping's --qps runs them
+and reports per_qp in JSON valid against its schema; and, on the debug
+kernel (its handoff_delay_ms), that a group server whose runs never
+get a thread and a server on a wildcard address given two requests at
+once refuse the connections they cannot keep and leave no cm id.
 """
 
 import errno
 import json
+import os
 import struct
 import time
 
 import pytest
 
-from lib import krping
+from lib import faults, krping
 from lib.krping import (bench_stats, bench_latency_samples,
                         bench_reports_bandwidth, latency_problems,
                         bandwidth_problems, run_pair, session_latency,
@@ -490,3 +494,148 @@ def test_cli_qps(name, validator):
     assert cp.returncode == 0, cp.stderr
     assert "per QP, 4096 bytes, client" in cp.stdout, cp.stdout
     assert cp.stdout.count(f"iterations {COUNT}") == QPS, cp.stdout
+
+
+# The debug kernel's knob that widens the windows where a server hands a
+# connection request to a run (krping_handoff_delay(); kernels built
+# without CONFIG_FAULT_INJECTION have none).
+HANDOFF_DELAY = "/sys/module/rdma_krping/parameters/handoff_delay_ms"
+
+
+@pytest.fixture
+def handoff_delay():
+    """Set the hand-off delay (ms); back to 0 at the end."""
+    if not os.path.exists(HANDOFF_DELAY):
+        pytest.skip("no handoff_delay_ms (a kernel without "
+                    "CONFIG_FAULT_INJECTION)")
+
+    def set_delay(ms):
+        krping.write_text(HANDOFF_DELAY, str(ms))
+    yield set_delay
+    set_delay(0)
+
+
+def cm_ids_at_least(n):
+    return krping.rdma_resource_counts()["cm_id"] >= n
+
+
+# How long a group server waits between listening and starting its
+# runs' threads under the knob: long enough for a client's requests to
+# arrive and for the test to arm failslab meanwhile.
+GROUP_HANDOFF_MS = 4000
+# Frames of failslab's stack filter that reach krping_run() from the
+# allocation in kthread_create() (the allocator's own, then
+# __kthread_create_on_node() and kthread_create_on_node()).
+THREAD_CREATE_DEPTH = 12
+
+
+def test_qps_server_whose_runs_get_no_thread(pool, handoff_delay):
+    """A group server whose runs' threads never start gives back the
+    connections it handed to them: its listener hands both of a qps=2
+    client's requests to runs 0 and 1 while the session's thread still
+    waits before starting their threads (the knob), then the allocation
+    of the first thread's creation fails (failslab), so neither run has
+    a thread. The server ends failed with ENOMEM, the client fails with
+    ECONNREFUSED (the server refused what it had taken) within PEER_END,
+    and no cm id, QP or other resource of either is left. A connection
+    kept by a run that was freed under it would be a cm id left behind,
+    and its next event a use after free (KASAN)."""
+    why = faults.unavailable()
+    if why:
+        pytest.skip(why)
+    try:
+        inj = faults.Injector()
+    except faults.CountUnknown as e:
+        pytest.skip(str(e))
+    before = krping.rdma_resource_counts()
+    srv, cli = pool.pair(count=COUNT, size=SIZE["bw"], test="bw", qps=2)
+    handoff_delay(GROUP_HANDOFF_MS)
+    armed = fired = False
+    try:
+        inj.setup(faults.module_text(krping.MODULE), THREAD_CREATE_DEPTH)
+        t0 = time.monotonic()
+        srv.start()
+        srv.expect_state("listening")
+        cli.start()
+        # the listener, the client's two ids and the two the server took
+        krping.wait_for(lambda: cm_ids_at_least(before["cm_id"] + 5),
+                        timeout=GROUP_HANDOFF_MS / 1000,
+                        what="the client's requests at the server")
+        inj.arm(1)
+        armed = True
+        took = time.monotonic() - t0
+        assert took < GROUP_HANDOFF_MS / 1000, \
+            f"armed {took:.2f} s after the start, after the runs started"
+        send = srv.wait_end(krping.SHORT_TIMEOUT)
+        fired = inj.fired()
+    finally:
+        if armed and not fired and not inj.fired():
+            inj.lose_count()
+        inj.teardown()
+    assert fired, "no allocation of krping failed"
+    assert send == "failed" and srv.error == -errno.ENOMEM, srv.describe()
+    try:
+        cend = cli.wait_end(PEER_END)
+    except krping.StateTimeout:
+        cend = None
+        cli.stop()
+    assert cend == "failed", \
+        f"the client's connections were kept: {cli.describe()}"
+    assert cli.error == -errno.ECONNREFUSED, cli.describe()
+    assert pool.cleanup() == []
+    krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
+                    what="no krping sessions or kthreads")
+    krping.wait_for(lambda: krping.rdma_resource_counts() == before,
+                    timeout=10, what=f"the RDMA resources of {before}")
+
+
+# How long a single-run server's CM handler waits between seeing that it
+# has no connection yet and taking the request (the knob).
+SINGLE_HANDOFF_MS = 1000
+TWO_REQUEST_ROUNDS = 3
+
+
+@pytest.mark.skipif(krping.PROVIDER != "rxe",
+                    reason="iw_cm hands every CM event over one ordered "
+                    "workqueue, so two requests never race")
+def test_server_on_any_address_takes_one_of_two_requests(pool, handoff_delay):
+    """A server on the wildcard address takes one connection, however
+    many requests come at once: rdma_cm listens on each device with an
+    id of its own, and requests that reach two devices are handed over
+    in parallel (on RoCE, ib_cm's work of the CPU that polled each). The
+    knob holds each request between the server's check for a connection
+    and its taking it, and two clients, one to each device's address,
+    connect at once; in each round one client runs to the end with the
+    server, the other fails with ECONNREFUSED within PEER_END, and
+    nothing of them is left. A second request taken over the first
+    would leave the first client waiting for an answer and its cm id at
+    the server behind, whose next event finds the freed run."""
+    before = krping.rdma_resource_counts()
+    handoff_delay(SINGLE_HANDOFF_MS)
+    for r in range(TWO_REQUEST_ROUNDS):
+        port = krping.next_port()
+        srv = pool.session("s", role="server", addr="0.0.0.0", port=port,
+                           count=2, validate=1)
+        clis = [pool.session("c", role="client", addr=a, port=port,
+                             count=2, validate=1)
+                for a in (krping.SERVER_ADDR, krping.CLIENT_ADDR)]
+        srv.start()
+        srv.expect_state("listening")
+        for c in clis:
+            c.start()
+        ends = []
+        for c in clis:
+            try:
+                ends.append(c.wait_end(SINGLE_HANDOFF_MS / 1000 + PEER_END))
+            except krping.StateTimeout:
+                ends.append(c.state)
+        assert sorted(ends) == ["done", "failed"], \
+            (r, [c.describe() for c in clis], srv.describe())
+        loser = clis[ends.index("failed")]
+        assert loser.error == -errno.ECONNREFUSED, (r, loser.describe())
+        assert srv.wait_end(PEER_END) == "done", (r, srv.describe())
+        assert pool.cleanup() == []
+    krping.wait_for(lambda: not krping.krping_leftovers(), timeout=10,
+                    what="no krping sessions or kthreads")
+    krping.wait_for(lambda: krping.rdma_resource_counts() == before,
+                    timeout=10, what=f"the RDMA resources of {before}")
