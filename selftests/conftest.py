@@ -305,3 +305,15 @@ def dyndbg():
     yield on
     if on:
         krping.write_errno(krping.DYNDBG, f"module {krping.MODULE} -p")
+
+
+@pytest.fixture
+def started():
+    """The processes a test started in the background (perftest's sides,
+    lib/perftest.py), killed if still there after it."""
+    procs = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

@@ -29,17 +29,6 @@ PROGRAMS = ("ib_send_lat", "ib_send_bw", "ib_write_lat", "ib_write_bw",
             "ib_read_lat")
 
 
-@pytest.fixture
-def started():
-    """The perftest processes of a test, killed if still there after."""
-    procs = []
-    yield procs
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
 @pytest.mark.parametrize("server", ["there", "here"])
 @pytest.mark.parametrize("prog", PROGRAMS)
 def test_perftest_across_hosts(started, prog, server, capsys):

@@ -39,17 +39,6 @@ def ropcie_env():
     teardown_setup()
 
 
-@pytest.fixture
-def started():
-    """The perftest processes of a test, killed if still there after."""
-    procs = []
-    yield procs
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
 @pytest.mark.parametrize("prog", [
     p if p in REPRESENTATIVES else pytest.param(p, marks=krping.STOCK_ONLY)
     for p in PROGRAMS])
