@@ -9,8 +9,8 @@ on one RDMA device and print its outcome as one JSON object:
 fail, error, skip, xfail, xpass; reason the skip's reason or the
 failure's last line. Several tests draw their attributes at random
 (utils.random_qp_init_attr_ex() among them): python's random is seeded
-with SEED and the test's id before each test, so that two devices run
-with one SEED get the same draws, whatever ran before. The suite is loaded as its own run_tests.py loads it
+with SEED and the test's id before each test, so that a test's draws
+on a device replay with its SEED, whatever ran before it. The suite is loaded as its own run_tests.py loads it
 (the package "tests", its argument parser given --dev), in this process:
 test_rdma_core_suite.py runs this in a process of its own, since the
 suite's tests open the device, fork and leave state in pyverbs.
