@@ -182,7 +182,7 @@ def test_ropcie_bench_timed(pool, test):
     assert srv.device == ROPCIE_DEV and cli.device == ROPCIE_DEV
 
 
-# Who runs a small RDMA WRITE (Documentation/ropcie.rst, Performance): the
+# Who runs a small RDMA WRITE (Documentation/ropcie.rst, Work consumers): the
 # QP's worker only, or its poster, inline (module option inline_max).
 PARAMS = "/sys/module/ropcie/parameters"
 MODES = {

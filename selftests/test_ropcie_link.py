@@ -1350,7 +1350,7 @@ def test_bw_profile_splits_the_copies_across_the_link(hosts, pool,
     serves each one (lx_serve), while the target copies none of the
     WRITEs' bytes into a ring (its lx_copy holds only its own setup
     SENDs). The stages that say where a stream waits (lx_room, lx_limit,
-    lx_idle: Documentation/ropcie.rst, Performance) are printed with
+    lx_idle: Documentation/ropcie.rst, Where a stream waits) are printed with
     their counts; how often a stream waits depends on the host's
     scheduling, so it is not asserted."""
     here, there = hosts

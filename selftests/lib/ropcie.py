@@ -91,8 +91,8 @@ def teardown_setup():
 
 
 def parse_profile(text):
-    """The table of debugfs ropcie/profile (Documentation/ropcie.rst,
-    Performance) as ({stage: {column: int}}, {"worker": n, "inline": n}),
+    """The table of debugfs ropcie/profile (Documentation/ropcie.rst, Where
+    the time goes) as ({stage: {column: int}}, {"worker": n, "inline": n}),
     the second from its closing "executed by worker N, inline N" line.
     Raises AssertionError on a table of another shape."""
     lines = text.splitlines()
