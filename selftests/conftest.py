@@ -310,18 +310,12 @@ def dyndbg():
 @pytest.fixture
 def started():
     """The processes a test started in the background (perftest's sides,
-    lib/perftest.py), killed if still there after it: with their process
-    group where they lead one (a local side's shell, timeout and
-    perftest), else alone (the ssh of a remote side, whose own timeout
-    ends it there)."""
+    lib/perftest.py), killed if still there after it: with their session
+    where they lead one (a local side's shell, timeout and perftest), else
+    alone (the ssh of a remote side, whose own timeout ends it there)."""
     procs = []
     yield procs
     for p in procs:
         if p.poll() is None:
-            try:
-                if os.getpgid(p.pid) != p.pid:
-                    raise ProcessLookupError
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                p.kill()
+            krping.kill_session(p)
             p.wait()

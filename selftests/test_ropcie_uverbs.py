@@ -32,6 +32,8 @@ SIZES = [64, 4096, 65535]       # rping takes 23..65535
 SIZES_ONE = krping.representatives(sorted(SIZES, reverse=True),
                                    key=lambda s: 0)
 NOBODY = 65534
+# ROPCIE_MAX_USER_QP (ropcie/ropcie.h): user QPs a device holds at most.
+MAX_USER_QP = 128
 # ibv_wc_status
 WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
 
@@ -300,16 +302,39 @@ def test_user_mr_honours_rlimit_memlock(procs):
     assert big == {"reg": "ENOMEM"}, big
 
 
-def resources_of(kind, pid):
-    """The restrack entries of kind (qp, mr, cq, pd) on ropcie0 that
-    belong to pid."""
-    cp = subprocess.run(["rdma", "-j", "resource", "show", kind],
-                        capture_output=True, text=True,
-                        timeout=krping.SHORT_TIMEOUT)
-    assert cp.returncode == 0, cp.stderr
-    return [r for r in json.loads(cp.stdout or "[]")
-            if r.get("ifname", r.get("dev")) == ROPCIE_DEV and
-            r.get("pid") == pid]
+def kernel_ping_runs(pool):
+    """A krping ping over ropcie0 runs to its end."""
+    s, c = pool.pair(count=COUNT, size=4096, addr=ADDR, validate=1)
+    s.start()
+    s.expect_state("listening")
+    c.start()
+    assert c.wait_end() == "done", c.describe()
+    assert s.wait_end() == "done", s.describe()
+
+
+def released(p):
+    """Tell a holding peer to go on; its result."""
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    return peer_result(p)
+
+
+def test_user_qps_are_capped_per_device(procs, pool):
+    """A device holds at most MAX_USER_QP user QPs, whichever processes
+    ask: the first process gets MAX_USER_QP and then ENOSPC, a second
+    one ENOSPC at once; kernel QPs are not counted (a krping ping runs
+    meanwhile); once the first process ends, the second gets its QP."""
+    first = peer(procs, "qps", ROPCIE_DEV, MAX_USER_QP + 1)
+    assert first_line(first, timeout=krping.TIMEOUT) == \
+        {"created": MAX_USER_QP, "error": "ENOSPC"}
+    second = peer(procs, "qps", ROPCIE_DEV, 1, user=as_nobody)
+    assert first_line(second) == {"created": 0, "error": "ENOSPC"}
+    assert released(second) == {"held": 0}
+    kernel_ping_runs(pool)
+    assert released(first) == {"held": MAX_USER_QP}
+    third = peer(procs, "qps", ROPCIE_DEV, 1, user=as_nobody)
+    assert first_line(third) == {"created": 1, "error": None}
+    assert released(third) == {"held": 1}
 
 
 def test_killed_user_process_releases_everything(procs, pool):
@@ -325,25 +350,19 @@ def test_killed_user_process_releases_everything(procs, pool):
                  "-S", "65535"])
     procs.append(cli)
     pid = cli.proc.pid
-    krping.wait_for(lambda: resources_of("qp", pid), timeout=krping.TIMEOUT,
-                    what="rping's client QP")
+    krping.wait_for(lambda: ropcie.user_resources("qp", pid),
+                    timeout=krping.TIMEOUT, what="rping's client QP")
     time.sleep(1.0)
     assert cli.proc.poll() is None, cli.describe()
-    mrs = resources_of("mr", pid)
+    mrs = ropcie.user_resources("mr", pid)
     assert mrs, "rping's client registered no MR"
     cli.proc.send_signal(signal.SIGKILL)
     cli.wait()
-    krping.wait_for(lambda: not any(resources_of(k, pid)
-                                    for k in ("qp", "mr", "cq", "pd")),
+    krping.wait_for(lambda: not ropcie.holds_resources(pid),
                     timeout=krping.SHORT_TIMEOUT,
                     what="the killed client's resources released")
     srv.wait()
-    s, c = pool.pair(count=COUNT, size=4096, addr=ADDR, validate=1)
-    s.start()
-    s.expect_state("listening")
-    c.start()
-    assert c.wait_end() == "done", c.describe()
-    assert s.wait_end() == "done", s.describe()
+    kernel_ping_runs(pool)
 
 
 def test_link_delete_while_a_process_holds_the_device(procs):
@@ -360,6 +379,4 @@ def test_link_delete_while_a_process_holds_the_device(procs):
     print(f"# rdma link delete took {took:.2f} s")
     assert cp.returncode == 0, cp.stderr
     assert not ropcie.link_exists()
-    holder.stdin.write("go\n")
-    holder.stdin.flush()
-    assert peer_result(holder) == {"after": "EIO"}
+    assert released(holder) == {"after": "EIO"}

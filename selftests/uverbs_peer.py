@@ -24,6 +24,10 @@ usage:
                                       printed; waits for a line on stdin,
                                       then tries one more verb
   uverbs_peer.py reg DEV BYTES        register an MR of BYTES: the errno
+  uverbs_peer.py qps DEV N            create QPs on DEV until N or the
+                                      first failure; prints how many and
+                                      the errno, holds them until a line
+                                      on stdin
   uverbs_peer.py destroy-poll DEV     two receives flushed into the CQ of
                                       a QP in error, the first polled,
                                       the QP destroyed, then the CQ
@@ -171,6 +175,23 @@ def reg(dev, size):
     return {"reg": outcome(lambda: MR(pd, size, e.IBV_ACCESS_LOCAL_WRITE))}
 
 
+def qps(dev, n):
+    ctx = Context(name=dev)
+    pd, cq = PD(ctx), CQ(ctx, 8)
+    cap = QPCap(max_send_wr=1, max_recv_wr=1, max_send_sge=1,
+                max_recv_sge=1)
+    held, error = [], None
+    while len(held) < n and error is None:
+        try:
+            held.append(QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq,
+                                          rcq=cq, cap=cap)))
+        except PyverbsError as exc:
+            error = errno_of(exc)
+    print(json.dumps({"created": len(held), "error": error}), flush=True)
+    sys.stdin.readline()
+    return {"held": len(held)}
+
+
 def destroy_poll(dev):
     ctx = Context(name=dev)
     pd, cq, qp, mr = resources(ctx)
@@ -203,6 +224,8 @@ def main():
         out = hold(args[0])
     elif role == "destroy-poll":
         out = destroy_poll(args[0])
+    elif role == "qps":
+        out = qps(args[0], int(args[1]))
     elif role == "reg":
         out = reg(args[0], int(args[1]))
     else:

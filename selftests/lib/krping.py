@@ -960,13 +960,28 @@ def run(cmd, timeout=SHORT_TIMEOUT, check=True):
     return cp
 
 
+def kill_session(proc):
+    """SIGKILL to a Popen and, where it leads a session of its own
+    (start_new_session), to every process of that session: a shell's
+    children, also those in process groups of their own (timeout(1)
+    makes one), which would otherwise live on and hold its pipes."""
+    try:
+        leads = os.getsid(proc.pid) == proc.pid
+    except ProcessLookupError:
+        leads = False
+    if leads:
+        subprocess.run(["pkill", "-KILL", "-s", str(proc.pid)], check=False)
+    proc.kill()
+
+
 def finish(proc, timeout):
-    """Wait for a Popen with piped text output, killing it after timeout
-    seconds; returns (returncode, its stdout and stderr as one text)."""
+    """Wait for a Popen with piped text output, killing it (and its
+    session, kill_session()) after timeout seconds; returns (returncode,
+    its stdout and stderr as one text)."""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        kill_session(proc)
         out, err = proc.communicate()
     return proc.returncode, f"{out}\n{err}".strip()
 

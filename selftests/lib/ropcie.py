@@ -4,6 +4,7 @@ with 10.77.0.1/24, so that rdma_cm picks ropcie0 by source address
 (127.0.0.1 would not do: rdma_cm binds loopback addresses to the first
 active RDMA device)."""
 
+import json
 import os
 import subprocess
 
@@ -88,6 +89,22 @@ def teardown_setup():
         sh("rdma", "link", "delete", ROPCIE_DEV, check=False)
     if os.path.exists(f"/sys/class/net/{NETDEV}"):
         sh("ip", "link", "del", NETDEV, check=False)
+
+
+def user_resources(kind, pid, dev=ROPCIE_DEV):
+    """The restrack entries of kind (qp, mr, cq, pd) on dev that belong
+    to the process pid (rdma resource show)."""
+    cp = subprocess.run(["rdma", "-j", "resource", "show", kind],
+                        capture_output=True, text=True,
+                        timeout=krping.SHORT_TIMEOUT)
+    assert cp.returncode == 0, cp.stderr
+    return [r for r in json.loads(cp.stdout or "[]")
+            if r.get("ifname", r.get("dev")) == dev and r.get("pid") == pid]
+
+
+def holds_resources(pid, dev=ROPCIE_DEV):
+    """Does the process pid hold a QP, MR, CQ or PD of dev?"""
+    return any(user_resources(k, pid, dev) for k in ("qp", "mr", "cq", "pd"))
 
 
 def parse_profile(text):
