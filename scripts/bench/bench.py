@@ -585,6 +585,16 @@ def wlat_beside_reads(b, args, ropcie):
             "ropcie_runs": runs}
 
 
+def write_outputs(out, stem, doc, table):
+    """STEM.json (doc) and STEM.txt (table) in the directory out."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{stem}.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(out, f"{stem}.txt"), "w") as f:
+        f.write(table + "\n")
+
+
 def fmt(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -1031,12 +1041,7 @@ def main():
            "confidence": args.confidence, "txdepth": args.txdepth,
            "send_lat_16b_usec": send16, "seconds": round(elapsed, 1),
            "rows": rows, "ropcie": ropcie, "runs": b.raw}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bench.json"), "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    with open(os.path.join(args.out, "bench.txt"), "w") as f:
-        f.write(table + "\n")
+    write_outputs(args.out, "bench", doc, table)
     missing = [r for r in rows + ropcie["rows"]
                if r["ratio"] is None and r["target"] != "info"]
     return 1 if missing else 0

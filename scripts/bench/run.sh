@@ -24,11 +24,19 @@
 # each server on the second guest, and the kernel's memcpy bandwidth.
 # Output in $KRPING_RESULTS/bench-pair.txt and bench-pair.json.
 #
+# Then, in the same guests, scripts/bench/uverbs.py: perftest's
+# ib_send_lat and ib_send_bw over ropcie0 against the same over rxe0 and
+# against krping over ropcie0 (the RoPCIe thesis's table), written to
+# $KRPING_RESULTS/NAME-uverbs.txt and NAME-uverbs.json.
+# KRPING_BENCH_TABLES picks the tables: krping,uverbs (default), krping
+# (bench.py alone) or uverbs; KRPING_UVERBS_ARGS go to uverbs.py (e.g.
+# "--sizes 64 --reps 1"). The guests run scripts/bench/guest.sh.
+#
 # Timing is not a test: make check does not run this. Under QEMU TCG the
 # absolute figures mean little; compare the ratios.
 #
 # Environment: KRPING_RESULTS, KRPING_CACHE, KRPING_BENCH_KVER (6.12),
-#   KRPING_BENCH_TIMEOUT (VM timeout, default 1200 s), KRPING_BENCH_SMP
+#   KRPING_BENCH_TIMEOUT (VM timeout, default 2400 s), KRPING_BENCH_SMP
 #   (vCPUs of each guest: 2 for make bench, 1 for make bench-pair).
 set -euo pipefail
 # shellcheck source=scripts/testbed/lib.sh
@@ -48,42 +56,54 @@ smp_default=2
 [[ $name == bench-pair ]] && smp_default=1
 SMP=${KRPING_BENCH_SMP:-$smp_default}
 mkdir -p "$RESULTS"
-rm -rf "$RESULTS/vm-$name" "$RESULTS/$name.json" "$RESULTS/$name.txt"
+rm -rf "$RESULTS/vm-$name" "$RESULTS/$name.json" "$RESULTS/$name.txt" \
+	"$RESULTS/$name-uverbs.json" "$RESULTS/$name-uverbs.txt"
 
 start=$(tb_now)
 "$TB_DIR/build.sh" --tap /dev/null "$KVER" >&2
 # vm-run boots every guest with tsc=reliable: left to the watchdog, the
 # guest may read the HPET, an emulated MMIO access of microseconds, on
 # every ktime_get_ns() of krping's samples (perftest reads the TSC itself).
+TABLES=${KRPING_BENCH_TABLES:-krping,uverbs}
+want() { [[ ,$TABLES, == *,$1,* ]]; }
+guest=(scripts/bench/guest.sh one "$TABLES" "${KRPING_UVERBS_ARGS:-}")
 rc=0
 if [[ $name == bench ]]; then
 	"$TB_DIR/vm-run" --kver "$KVER" --out "$RESULTS/vm-$name" \
-		--timeout "${KRPING_BENCH_TIMEOUT:-1200}" -- \
-		sh -c '/usr/bin/python3 selftests/lib/single_host.py up &&
-			exec /usr/bin/python3 scripts/bench/bench.py "$@"' sh "$@" || rc=$?
+		--timeout "${KRPING_BENCH_TIMEOUT:-2400}" -- \
+		"${guest[@]}" "$@" || rc=$?
 	out=$RESULTS/vm-$name
 else
-	# B's data address is vm-pair's fixed 10.9.1.2; REMOTE_ADDR (B's on
-	# the link) and REMOTE_ARGS (its ssh destination) are set in A.
-	# shellcheck disable=SC2016 # expanded by the guest's sh
+	guest[1]=pair
 	"$TB_DIR/vm-pair" --provider ropcie --kver "$KVER" --remote-kver "$KVER" \
 		--smp "$SMP" --remote-smp "$SMP" \
 		--out "$RESULTS/vm-$name" \
-		--timeout "${KRPING_BENCH_TIMEOUT:-1200}" -- \
-		sh -c 'exec /usr/bin/python3 scripts/bench/bench.py \
-			--remote "$REMOTE_ARGS" --addr 10.9.1.2 \
-			--ropcie-addr "$REMOTE_ADDR" "$@"' sh "$@" || rc=$?
+		--timeout "${KRPING_BENCH_TIMEOUT:-2400}" -- \
+		"${guest[@]}" "$@" || rc=$?
 	out=$RESULTS/vm-$name/local
 fi
 for f in bench.json bench.txt; do
 	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${f/bench/$name}"
 done
-if [[ -f $RESULTS/$name.json ]]; then
+for f in uverbs.json uverbs.txt; do
+	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${f/uverbs/$name-uverbs}"
+done
+if ! want krping; then
+	:
+elif [[ -f $RESULTS/$name.json ]]; then
 	tb_log "table: $RESULTS/$name.txt, JSON: $RESULTS/$name.json"
 	"$REPO_DIR/scripts/bench/plot.py" "$RESULTS/$name.json" >&2 ||
 		tb_log "no plots: scripts/bench/plot.py failed"
 else
 	tb_log "no results (exit $rc); VM output in $RESULTS/vm-$name"
+	((rc)) || rc=1
+fi
+if ! want uverbs; then
+	:
+elif [[ -f $RESULTS/$name-uverbs.txt ]]; then
+	tb_log "perftest table: $RESULTS/$name-uverbs.txt"
+else
+	tb_log "no perftest table (exit $rc); VM output in $RESULTS/vm-$name"
 	((rc)) || rc=1
 fi
 tb_log "make $name took $(tb_elapsed "$start") s"

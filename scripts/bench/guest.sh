@@ -1,0 +1,41 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Usage (inside the guest(s) of scripts/bench/run.sh):
+#   scripts/bench/guest.sh one|pair TABLES UVERBS_ARGS [BENCH.PY ARGS...]
+# Runs the tables TABLES names (comma-separated: krping for bench.py,
+# uverbs for uverbs.py) in this guest: "one" on this guest alone (rxe0 and
+# rxe1 first, selftests/lib/single_host.py), "pair" as the first of
+# vm-pair's two guests (servers on the second: REMOTE_ARGS, its address
+# on the PCI link REMOTE_ADDR, this guest's LOCAL_ADDR; data NICs
+# 10.9.1.1 and 10.9.1.2). UVERBS_ARGS are split into uverbs.py's
+# arguments. Both tables run when both are named; the exit status is the
+# last failure's.
+set -u
+mode=$1 tables=$2 uverbs_args=$3
+shift 3
+PY=/usr/bin/python3
+rc=0
+case $mode in
+one)
+	$PY selftests/lib/single_host.py up || exit 1
+	;;
+pair)
+	set -- --remote "$REMOTE_ARGS" --addr 10.9.1.2 \
+		--ropcie-addr "$REMOTE_ADDR" "$@"
+	where="--remote $REMOTE_ARGS --ropcie-addrs $LOCAL_ADDR,$REMOTE_ADDR
+		--rxe-addrs 10.9.1.1,10.9.1.2"
+	;;
+*)
+	echo "guest.sh: mode one or pair, not $mode" >&2
+	exit 2
+	;;
+esac
+case ,$tables, in
+*,krping,*) $PY scripts/bench/bench.py "$@" || rc=$? ;;
+esac
+# shellcheck disable=SC2086 # word splitting wanted
+case ,$tables, in
+*,uverbs,*) $PY scripts/bench/uverbs.py ${where:-} $uverbs_args || rc=$? ;;
+esac
+exit $rc
