@@ -121,12 +121,15 @@ run: deps
 vm:
 	$(TB)/vm-run --kver $(KVER) -- $(CMD)
 
-# make bench: krping against perftest on rxe in one 6.12 VM, one table
-# (results/bench.txt, results/bench.json). Not part of make check.
+# make bench: krping against perftest on rxe in one 6.12 VM
+# (results/bench.txt, results/bench.json), then perftest over ropcie
+# against perftest over rxe and krping over ropcie (results/
+# bench-uverbs.txt). Not part of make check.
 .PHONY: bench bench-pair
 bench: deps
 	scripts/bench/run.sh $(BENCH_ARGS)
 # make bench-pair: krping over ropcie's PCI link against krping over rxe
-# on the data link of the same two 6.12 VMs (results/bench-pair.txt).
+# on the data link of the same two 6.12 VMs (results/bench-pair.txt),
+# then the perftest table across them (results/bench-pair-uverbs.txt).
 bench-pair: deps
 	scripts/bench/run.sh --pair $(BENCH_ARGS)

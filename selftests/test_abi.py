@@ -11,51 +11,14 @@ bed's debug kernel (KRPING_SLOW), and may be missing elsewhere.
 
 import os
 import re
-from pathlib import Path
 
 import pytest
 
 from lib import krping, ropcie
+from lib.abi import ABI, documented, entries_under, tree
 
-ABI = Path(__file__).resolve().parent.parent / "Documentation" / "ABI"
 # Parameters a kernel without CONFIG_FAULT_INJECTION does not create.
 FAULT_INJECTION_ONLY = {"/sys/module/rdma_krping/parameters/handoff_delay_ms"}
-
-
-def abi_entries():
-    """Every "What:" path of Documentation/ABI/*/*."""
-    paths = set()
-    for f in sorted(ABI.glob("*/*")):
-        for line in f.read_text().splitlines():
-            if line.startswith("What:"):
-                paths.add(line.split(None, 1)[1].strip())
-    assert paths, f"no What: lines under {ABI}"
-    return paths
-
-
-def entries_under(prefix, name):
-    """The entries below prefix, <name> replaced by name; directories
-    keep their trailing slash."""
-    return {p.replace("<name>", name) for p in abi_entries()
-            if p.startswith(prefix)}
-
-
-def documented(path):
-    """Does an entry (its <...> parts taken for any name) name path?"""
-    return any(re.fullmatch(re.sub(r"<[a-z]+>", "[^/]+", re.escape(p)
-                                   .replace(r"\<", "<")
-                                   .replace(r"\>", ">")), path)
-               for p in abi_entries())
-
-
-def tree(root):
-    """Every file and directory below root, as absolute paths, the
-    directories with a trailing slash, root itself among them."""
-    found = {f"{root}/"}
-    for dirpath, dirs, files in os.walk(root):
-        found |= {f"{dirpath}/{d}/" for d in dirs}
-        found |= {f"{dirpath}/{f}" for f in files}
-    return found
 
 
 def test_session_files_match_their_abi_entries(pool):
@@ -73,7 +36,7 @@ def test_session_files_match_their_abi_entries(pool):
         top = f"{prefix}{c.name}/"
         have = {p.replace(str(root), prefix.rstrip("/"), 1)
                 for p in tree(f"{root}/{c.name}")} - {top}
-        want = entries_under(f"{prefix}<name>/", c.name) - {top}
+        want = entries_under(f"{prefix}<name>/", name=c.name) - {top}
         assert have - want == set(), f"undocumented in {ABI}"
         assert want - have == set(), f"documented in {ABI}, not created"
 
@@ -86,7 +49,7 @@ def test_module_parameters_match_their_abi_entries(module):
     # A module with no parameter has no parameters/ directory.
     have = {f"{base}/{p}" for p in
             (os.listdir(base) if os.path.isdir(base) else ())}
-    want = {p for p in abi_entries() if p.startswith(f"{base}/")}
+    want = entries_under(f"{base}/")
     if not krping.SLOW:
         want -= FAULT_INJECTION_ONLY - have
     assert have - want == set(), f"undocumented in {ABI}"

@@ -48,7 +48,7 @@ import time
 
 import pytest
 
-from lib import bed, krping, ropcie
+from lib import abi, bed, krping, ropcie
 from lib.ropcie import PROFILE, parse_profile
 from lib.pci_link import Side, pci_name, sides
 
@@ -169,6 +169,22 @@ def test_link_comes_up_on_both_hosts(hosts):
     # Each side rings the other when it comes up.
     assert a["doorbells"] >= 1 and b["doorbells"] >= 1, (a, b)
     assert a["protocol_errors"] == b["protocol_errors"] == 0
+
+
+def test_link_files_match_their_abi_entries(hosts, scribbler):
+    """This host's ropcie_link/ files in sysfs and link-<dev>/ files in
+    debugfs are exactly those Documentation/ABI names."""
+    here, _ = hosts
+    dev = pci_name(here)
+    for root, prefix in (
+            (f"/sys/bus/pci/devices/{dev}/ropcie_link",
+             "/sys/bus/pci/devices/<dev>/ropcie_link/"),
+            (f"/sys/kernel/debug/ropcie/link-{dev}",
+             "/sys/kernel/debug/ropcie/link-<dev>/")):
+        have = abi.tree(root)
+        want = abi.entries_under(prefix, dev=dev)
+        assert have - want == set(), f"undocumented in {abi.ABI}"
+        assert want - have == set(), f"documented in {abi.ABI}, not there"
 
 
 def test_peer_module_removed_and_back(hosts):

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from lib import krping, ropcie
-from lib.perftest import Host, run_checked, tap_note
+from lib.perftest import Host, refused, run_checked, tap_note
 from lib.ropcie import ADDR, ensure_setup, teardown_setup
 
 PROGRAMS = ("ib_send_lat", "ib_send_bw", "ib_write_lat", "ib_write_bw",
@@ -56,7 +56,7 @@ def test_perftest_on_ropcie(started, prog, capsys):
 
 def listening_server(prog, extra, started):
     """prog's server on ropcie0, listening: (its Host, its process, the
-    arguments a client of it takes before the address)."""
+    arguments a client of it takes before the address, its port)."""
     ensure_setup()
     host = Host(ADDR)
     port = krping.next_port()
@@ -65,7 +65,7 @@ def listening_server(prog, extra, started):
     started.append(srv)
     krping.wait_for(lambda: host.listening(port), interval=0.2,
                     what=f"{prog} listening on port {port}")
-    return host, srv, args
+    return host, srv, args, port
 
 
 def test_link_delete_while_a_perftest_server_waits(started, capsys):
@@ -77,7 +77,7 @@ def test_link_delete_while_a_perftest_server_waits(started, capsys):
     server's context taken: both end with an error within
     SHORT_TIMEOUT, and a new pair then runs every iteration."""
     say = tap_note(capsys)
-    host, srv, args = listening_server("ib_send_bw", "", started)
+    host, srv, args, port = listening_server("ib_send_bw", "", started)
     t0 = time.monotonic()
     cp = ropcie.sh("rdma", "link", "delete", ropcie.ROPCIE_DEV, check=False)
     say(f"rdma link delete took {time.monotonic() - t0:.2f} s")
@@ -86,6 +86,10 @@ def test_link_delete_while_a_perftest_server_waits(started, capsys):
     time.sleep(1.0)
     assert srv.poll() is None, krping.finish(srv, 1)[1][-600:]
     ensure_setup()
+    # rdma_cm listens on the new ropcie0 for it: the client reaches it.
+    krping.wait_for(lambda: host.listening(port), interval=0.2,
+                    what=f"the waiting server listening on the new "
+                    f"{ropcie.ROPCIE_DEV}")
     cli = host.popen(f"ib_send_bw {args} {ADDR}")
     started.append(cli)
     t0 = time.monotonic()
@@ -97,5 +101,6 @@ def test_link_delete_while_a_perftest_server_waits(started, capsys):
         f"ib_send_bw's server, its context taken: exit {src}: {sout[-600:]}"
     assert crc not in (0, -signal.SIGKILL, 124), \
         f"ib_send_bw's client of that server: exit {crc}: {cout[-600:]}"
+    assert not refused(cout), f"the client found no listener: {cout[-600:]}"
     run_checked("ib_send_bw", host, host, 4096, 100, started,
                 "ropcie0 added again", say=say)

@@ -23,8 +23,6 @@ one)
 pair)
 	set -- --remote "$REMOTE_ARGS" --addr 10.9.1.2 \
 		--ropcie-addr "$REMOTE_ADDR" "$@"
-	where="--remote $REMOTE_ARGS --ropcie-addrs $LOCAL_ADDR,$REMOTE_ADDR
-		--rxe-addrs 10.9.1.1,10.9.1.2"
 	;;
 *)
 	echo "guest.sh: mode one or pair, not $mode" >&2
@@ -34,8 +32,18 @@ esac
 case ,$tables, in
 *,krping,*) $PY scripts/bench/bench.py "$@" || rc=$? ;;
 esac
-# shellcheck disable=SC2086 # word splitting wanted
+# uverbs.py ARGS: here, or with the servers on the second guest.
+uverbs() {
+	if [ "$mode" = pair ]; then
+		$PY scripts/bench/uverbs.py --remote "$REMOTE_ARGS" \
+			--ropcie-addrs "$LOCAL_ADDR,$REMOTE_ADDR" \
+			--rxe-addrs 10.9.1.1,10.9.1.2 "$@"
+	else
+		$PY scripts/bench/uverbs.py "$@"
+	fi
+}
+# shellcheck disable=SC2086 # UVERBS_ARGS: split into words
 case ,$tables, in
-*,uverbs,*) $PY scripts/bench/uverbs.py ${where:-} $uverbs_args || rc=$? ;;
+*,uverbs,*) uverbs $uverbs_args || rc=$? ;;
 esac
 exit $rc

@@ -66,6 +66,10 @@ start=$(tb_now)
 # every ktime_get_ns() of krping's samples (perftest reads the TSC itself).
 TABLES=${KRPING_BENCH_TABLES:-krping,uverbs}
 want() { [[ ,$TABLES, == *,$1,* ]]; }
+for t in ${TABLES//,/ }; do
+	[[ $t == krping || $t == uverbs ]] ||
+		tb_die "KRPING_BENCH_TABLES=$TABLES: krping, uverbs or both, comma-separated"
+done
 guest=(scripts/bench/guest.sh one "$TABLES" "${KRPING_UVERBS_ARGS:-}")
 rc=0
 if [[ $name == bench ]]; then
