@@ -4,7 +4,7 @@
 #
 # Usage: scripts/testbed/package-test.sh [--tap FILE] [--out DIR]
 # The Debian package from install to purge, as a user meets it (check.sh's
-# stage "package", make check-package; not part of make check):
+# stage "package" of make check, make check-package alone):
 #   1. the host has nothing of krping installed (a package left by an
 #      aborted run of this test is purged first);
 #   2. scripts/package/deb.sh builds krping-dkms_<version>-1_all.deb, which
