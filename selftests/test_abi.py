@@ -3,10 +3,11 @@
 every entry names a file they create: a session's configfs directory,
 its sysfs results after a benchmark, and the module parameters of
 rdma_krping and ropcie. Entries name a session <name> and a PCI device
-<dev>; the PCI link's files (ropcie_link/) exist only where a link is,
-so they are left out here. A parameter that only a kernel with
-CONFIG_FAULT_INJECTION has (handoff_delay_ms) must exist on the test
-bed's debug kernel (KRPING_SLOW), and may be missing elsewhere.
+<dev>; the PCI link's files (ropcie_link/, debugfs link-<dev>/) exist only
+where a link is: test_ropcie_link.py checks them. A parameter that only
+a kernel with CONFIG_FAULT_INJECTION has (handoff_delay_ms) must exist
+on the test bed's debug kernel (KRPING_SLOW), and may be missing
+elsewhere.
 """
 
 import os

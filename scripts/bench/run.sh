@@ -59,11 +59,6 @@ mkdir -p "$RESULTS"
 rm -rf "$RESULTS/vm-$name" "$RESULTS/$name.json" "$RESULTS/$name.txt" \
 	"$RESULTS/$name-uverbs.json" "$RESULTS/$name-uverbs.txt"
 
-start=$(tb_now)
-"$TB_DIR/build.sh" --tap /dev/null "$KVER" >&2
-# vm-run boots every guest with tsc=reliable: left to the watchdog, the
-# guest may read the HPET, an emulated MMIO access of microseconds, on
-# every ktime_get_ns() of krping's samples (perftest reads the TSC itself).
 TABLES=${KRPING_BENCH_TABLES:-krping,uverbs}
 want() { [[ ,$TABLES, == *,$1,* ]]; }
 for t in ${TABLES//,/ }; do
@@ -71,6 +66,12 @@ for t in ${TABLES//,/ }; do
 		tb_die "KRPING_BENCH_TABLES=$TABLES: krping, uverbs or both, comma-separated"
 done
 guest=(scripts/bench/guest.sh one "$TABLES" "${KRPING_UVERBS_ARGS:-}")
+
+start=$(tb_now)
+"$TB_DIR/build.sh" --tap /dev/null "$KVER" >&2
+# vm-run boots every guest with tsc=reliable: left to the watchdog, the
+# guest may read the HPET, an emulated MMIO access of microseconds, on
+# every ktime_get_ns() of krping's samples (perftest reads the TSC itself).
 rc=0
 if [[ $name == bench ]]; then
 	"$TB_DIR/vm-run" --kver "$KVER" --out "$RESULTS/vm-$name" \
@@ -86,27 +87,22 @@ else
 		"${guest[@]}" "$@" || rc=$?
 	out=$RESULTS/vm-$name/local
 fi
-for f in bench.json bench.txt; do
-	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${f/bench/$name}"
+# bench.* -> NAME.*, uverbs.* -> NAME-uverbs.*
+for f in bench.json bench.txt uverbs.json uverbs.txt; do
+	to=${f/bench/$name}
+	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${to/uverbs/$name-uverbs}"
 done
-for f in uverbs.json uverbs.txt; do
-	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${f/uverbs/$name-uverbs}"
-done
-if ! want krping; then
-	:
-elif [[ -f $RESULTS/$name.json ]]; then
+if want krping && [[ -f $RESULTS/$name.json ]]; then
 	tb_log "table: $RESULTS/$name.txt, JSON: $RESULTS/$name.json"
 	"$REPO_DIR/scripts/bench/plot.py" "$RESULTS/$name.json" >&2 ||
 		tb_log "no plots: scripts/bench/plot.py failed"
-else
+elif want krping; then
 	tb_log "no results (exit $rc); VM output in $RESULTS/vm-$name"
 	((rc)) || rc=1
 fi
-if ! want uverbs; then
-	:
-elif [[ -f $RESULTS/$name-uverbs.txt ]]; then
+if want uverbs && [[ -f $RESULTS/$name-uverbs.txt ]]; then
 	tb_log "perftest table: $RESULTS/$name-uverbs.txt"
-else
+elif want uverbs; then
 	tb_log "no perftest table (exit $rc); VM output in $RESULTS/vm-$name"
 	((rc)) || rc=1
 fi
