@@ -42,6 +42,7 @@ uverbs.json and uverbs.txt to --out.
 import argparse
 import math
 import os
+import subprocess
 import sys
 import time
 
@@ -58,20 +59,25 @@ TESTS = {"slat": "ib_send_lat", "sbw": "ib_send_bw"}
 TARGETS = {("sbw", 65536): ">=10", ("slat", 64): "<=0.3"}
 
 
+# What a pair that goes wrong raises: its asserts, a wait that timed
+# out, a command or ssh that failed, output that was not JSON.
+PAIR_FAILED = (AssertionError, OSError, TimeoutError, ValueError,
+               subprocess.SubprocessError, krping.KrpingError, RemoteError)
+
+
 def perftest_once(prog, srv, cli, size, iters, test):
     """One perftest pair with lib/perftest.py's retries of perftest's own
     races, again (up to 3 times) when perftest printed inf or nan (its
     clock calibration under TCG, as bench.Bench.perftest() knows); its
     figures, or None (said in the log)."""
-    for attempt in range(3):
+    what = f"{prog} {size} to {srv.addr}"
+    for _ in range(3):
         started = []
         try:
             out = perftest.run_checked(prog, srv, cli, size, iters, started,
-                                       f"{srv.device()} size {size}",
-                                       say=log)
-        except (AssertionError, OSError, TimeoutError,
-                krping.KrpingError, RemoteError) as e:
-            log(f"{prog} {size} on {srv.device()}: {str(e)[:300]}")
+                                       what, say=log)
+        except PAIR_FAILED as e:
+            log(f"{what}: {str(e)[:300]}")
             return None
         finally:
             for p in started:
@@ -83,6 +89,17 @@ def perftest_once(prog, srv, cli, size, iters, test):
             return fig
         log(f"{prog} {size}: non-finite figures, again")
     return None
+
+
+def krping_once(kb, test, size, iters, addr, poll):
+    """One krping pair over ropcie0 (bench.Bench.krping()); its figures,
+    or None (said in the log)."""
+    try:
+        return kb.krping(test, size, iters, addr=addr, poll=poll,
+                         dev=bench.ROPCIE_DEV)
+    except PAIR_FAILED as e:
+        log(f"krping {test} {size} to {addr}: {str(e)[:300]}")
+        return None
 
 
 def decide(support, target, confidence):
@@ -177,12 +194,14 @@ def main():
             runs = {"ropcie": [], "rxe": [], "krping": []}
             support = None
             while True:
-                for who in runs:
+                # Alternating, as bench.py does: drift weighs on each.
+                order = list(runs)
+                if len(runs["rxe"]) % 2:
+                    order.reverse()
+                for who in order:
                     if who == "krping":
-                        fig = kb.krping(test, size, iters,
-                                        addr=kargs.addr,
-                                        poll=bool(args.krping_poll),
-                                        dev=bench.ROPCIE_DEV)
+                        fig = krping_once(kb, test, size, iters, kargs.addr,
+                                          bool(args.krping_poll))
                     else:
                         srv, cli = ropcie if who == "ropcie" else rxe
                         fig = perftest_once(prog, srv, cli, size, iters,

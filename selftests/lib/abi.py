@@ -34,8 +34,8 @@ def entries_under(prefix, **names):
 def documented(path):
     """Does an entry (its <...> parts taken for any name) name path?"""
     for p in entries():
-        pattern = re.sub(r"<[a-z]+>", "[^/]+",
-                         re.escape(p).replace(r"\<", "<").replace(r"\>", ">"))
+        # re.escape() leaves < and > as they are.
+        pattern = re.sub(r"<[a-z]+>", "[^/]+", re.escape(p))
         if re.fullmatch(pattern, path):
             return True
     return False

@@ -965,6 +965,8 @@ def kill_session(proc):
     (start_new_session), to every process of that session: a shell's
     children, also those in process groups of their own (timeout(1)
     makes one), which would otherwise live on and hold its pipes."""
+    if proc.returncode is not None:
+        return                  # reaped: its pid may be another's now
     try:
         leads = os.getsid(proc.pid) == proc.pid
     except ProcessLookupError:
@@ -977,12 +979,18 @@ def kill_session(proc):
 def finish(proc, timeout):
     """Wait for a Popen with piped text output, killing it (and its
     session, kill_session()) after timeout seconds; returns (returncode,
-    its stdout and stderr as one text)."""
+    its stdout and stderr as one text). Raises KrpingError when its pipes
+    stay open SHORT_TIMEOUT after the kill (a process the kill cannot
+    reach, or one in uninterruptible sleep, holds them)."""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_session(proc)
-        out, err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=SHORT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise KrpingError(f"{proc.args!r}: its output stays open "
+                              f"{SHORT_TIMEOUT:g} s after SIGKILL") from None
     return proc.returncode, f"{out}\n{err}".strip()
 
 
