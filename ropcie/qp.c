@@ -170,19 +170,24 @@ static enum ib_wc_opcode ropcie_wc_opcode(enum ib_wr_opcode op)
 	}
 }
 
-static void ropcie_sq_complete(struct ropcie_qp *qp,
-			       const struct ropcie_sqe *sqe, struct ib_wc *wc,
-			       bool inline_exec)
+/*
+ * Consume @sqe's entry, then complete it: a poller that sees the
+ * completion may post again at once, and finds the entry free.
+ */
+static void ropcie_sq_retire(struct ropcie_qp *qp,
+			     const struct ropcie_sqe *sqe, struct ib_wc *wc,
+			     bool inline_exec)
 {
 	/* Unsignaled work completes only when it failed. */
-	if (wc->status == IB_WC_SUCCESS && !qp->sig_all &&
-	    !(sqe->send_flags & IB_SEND_SIGNALED))
-		return;
+	bool signaled = wc->status != IB_WC_SUCCESS || qp->sig_all ||
+			(sqe->send_flags & IB_SEND_SIGNALED);
+
 	wc->wr_id = sqe->wr_id;
 	wc->opcode = ropcie_wc_opcode(sqe->opcode);
 	wc->qp = &qp->ibqp;
+	ropcie_ring_consume(&qp->sq);
 	/* A completion lost to a full CQ ends the QP, as on hardware. */
-	if (ropcie_cq_post(qp->scq, wc, false, inline_exec))
+	if (signaled && ropcie_cq_post(qp->scq, wc, false, inline_exec))
 		ropcie_qp_set_error(qp);
 }
 
@@ -196,8 +201,7 @@ static void ropcie_flush(struct ropcie_qp *qp)
 	while ((sqe = ropcie_ring_cons_slot(&qp->sq))) {
 		struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
 
-		ropcie_sq_complete(qp, sqe, &wc, false);
-		ropcie_ring_consume(&qp->sq);
+		ropcie_sq_retire(qp, sqe, &wc, false);
 	}
 	/*
 	 * One at a time: pushed under the lock, in the RQ's order with a
@@ -216,8 +220,8 @@ static void ropcie_flush(struct ropcie_qp *qp)
 		rqe = ropcie_ring_cons_slot(&qp->rq);
 		if (rqe) {
 			wc.wr_id = rqe->wr_id;
-			todo = ropcie_cq_push(qp->rcq, &wc, false);
 			ropcie_ring_consume(&qp->rq);
+			todo = ropcie_cq_push(qp->rcq, &wc, false);
 		}
 		mutex_unlock(&qp->rq_cons_lock);
 		if (!rqe)
@@ -269,8 +273,7 @@ static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 		ropcie_prof_add(ROPCIE_PROF_LANDED, t_done - t_post);
 		ropcie_prof_count(inline_exec);
 	}
-	ropcie_sq_complete(qp, sqe, &wc, inline_exec);
-	ropcie_ring_consume(&qp->sq);
+	ropcie_sq_retire(qp, sqe, &wc, inline_exec);
 	if (t_done)
 		ropcie_prof_add(ROPCIE_PROF_COMPLETE, ktime_get_ns() - t_done);
 	if (wc.status != IB_WC_SUCCESS)
@@ -328,8 +331,7 @@ static void ropcie_sq_reap(struct ropcie_qp *qp)
 		for (i = 0; wc.status == IB_WC_SUCCESS && i < sqe->num_sge; i++)
 			wc.byte_len += sqe->sge[i].length;
 		qp->sq_posted--;
-		ropcie_sq_complete(qp, sqe, &wc, false);
-		ropcie_ring_consume(&qp->sq);
+		ropcie_sq_retire(qp, sqe, &wc, false);
 		if (wc.status != IB_WC_SUCCESS)
 			ropcie_qp_set_error(qp);
 	}

@@ -147,9 +147,10 @@ void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in)
 	if (!in->recv_done)
 		return;
 	in->recv_done = false;
+	/* The entry is free before a poller can see its completion. */
+	ropcie_ring_consume(&tqp->rq);
 	todo = ropcie_recv_push(tqp, in->wr_id, in->rst, in->len, in->inv,
 				in->solicited);
-	ropcie_ring_consume(&tqp->rq);
 	mutex_unlock(&tqp->rq_cons_lock);
 	ropcie_recv_signal(tqp, todo, in->rst);
 }

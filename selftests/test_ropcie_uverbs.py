@@ -287,6 +287,27 @@ def test_destroyed_qp_leaves_no_completion(procs):
     assert res == {"first": 7, "polled": 0, "wcs": []}, res
 
 
+# Messages through queues one entry deep: each a chance for a post to
+# race the completion that freed its entry.
+STREAM = 2000
+
+
+def test_completion_frees_its_queue_entry(procs):
+    """A polled completion means its work request's entry is free: with
+    SQ and RQ one entry deep, each side busy-polls and posts its next
+    entry at once, STREAM times, and no post ever fails (ENOMEM told
+    the poster that the entry of a completion it had already seen was
+    still taken). Every message arrives in order, validated."""
+    port = krping.next_port()
+    srv = peer(procs, "stream-server", ADDR, port, STREAM)
+    assert first_line(srv) == {"listening": True}
+    cli = peer(procs, "stream-client", ADDR, port, STREAM)
+    sent = peer_result(cli)
+    got = peer_result(srv)
+    assert sent == {"sent": STREAM, "failed_posts": {}, "bad": []}, sent
+    assert got == {"received": STREAM, "failed_posts": {}, "bad": []}, got
+
+
 def test_user_mr_honours_rlimit_memlock(procs):
     """An unprivileged process pins no more than RLIMIT_MEMLOCK."""
     import resource

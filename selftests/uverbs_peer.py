@@ -28,6 +28,14 @@ usage:
                                       first failure; prints how many and
                                       the errno, holds them until a line
                                       on stdin
+  uverbs_peer.py stream-server ADDR PORT N
+  uverbs_peer.py stream-client ADDR PORT N
+                                      N SENDs through queues one entry
+                                      deep: each side polls in a busy
+                                      loop and posts its next entry as
+                                      soon as a completion frees the
+                                      last; reports every failed post
+                                      by errno and every bad message
   uverbs_peer.py destroy-poll DEV     two receives flushed into the CQ of
                                       a QP in error, the first polled,
                                       the QP destroyed, then the CQ
@@ -83,6 +91,90 @@ def poll_one(cq):
                     "qp_num": wc.qp_num}
         time.sleep(0.001)
     return None
+
+
+def spin_poll(cq):
+    """The next completion, polled without a pause, or None after
+    POLL_S."""
+    end = time.monotonic() + POLL_S
+    while True:
+        n, wcs = cq.poll()
+        if n:
+            return wcs[0]
+        if time.monotonic() > end:
+            return None
+
+
+def post_counted(post, failed):
+    """post() until it succeeds, counting its failures by errno in
+    failed; False when it never did within POLL_S."""
+    end = time.monotonic() + POLL_S
+    while time.monotonic() < end:
+        try:
+            post()
+            return True
+        except PyverbsError as exc:
+            name = errno_of(exc)
+            failed[name] = failed.get(name, 0) + 1
+    return False
+
+
+def stream_resources(ctx):
+    pd, cq = PD(ctx), CQ(ctx, 4)
+    cap = QPCap(max_send_wr=1, max_recv_wr=1, max_send_sge=1,
+                max_recv_sge=1)
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
+    mr = MR(pd, 8, e.IBV_ACCESS_LOCAL_WRITE)
+    return pd, cq, qp, mr
+
+
+def stream_server(addr, port, n):
+    lid, cid = first_request(addr, port)
+    pd, cq, qp, mr = stream_resources(cid.context)
+    to_init(cid, qp)
+    failed, bad, got = {}, [], 0
+
+    def recv():
+        qp.post_recv(RecvWR(wr_id=got, num_sge=1,
+                            sg=[SGE(mr.buf, 8, mr.lkey)]))
+    recv()
+    cid.accept(ConnParam(qp_num=qp.qp_num))
+    while got < n:
+        wc = spin_poll(cq)
+        if wc is None or wc.status != e.IBV_WC_SUCCESS:
+            bad.append(f"receive {got}: {wc and wc.status}")
+            break
+        seq = int.from_bytes(mr.read(8, 0), "little")
+        if seq != got or wc.wr_id != got:
+            bad.append(f"receive {got}: message {seq}, wr_id {wc.wr_id}")
+        got += 1
+        if got < n and not post_counted(recv, failed):
+            break
+    return {"received": got, "failed_posts": failed, "bad": bad[:4]}
+
+
+def stream_client(addr, port, n):
+    cid = CMID(creator=AddrInfo(dst=addr, dst_service=port,
+                                port_space=ce.RDMA_PS_TCP))
+    pd, cq, qp, mr = stream_resources(cid.context)
+    to_init(cid, qp)
+    cid.connect(ConnParam(qp_num=qp.qp_num, rnr_retry=7))
+    failed, bad, sent = {}, [], 0
+
+    def send():
+        qp.post_send(SendWR(wr_id=sent, opcode=e.IBV_WR_SEND, num_sge=1,
+                            sg=[SGE(mr.buf, 8, mr.lkey)],
+                            send_flags=e.IBV_SEND_SIGNALED))
+    while sent < n:
+        mr.write(sent.to_bytes(8, "little"), 8)
+        if not post_counted(send, failed):
+            break
+        wc = spin_poll(cq)
+        if wc is None or wc.status != e.IBV_WC_SUCCESS:
+            bad.append(f"send {sent}: {wc and wc.status}")
+            break
+        sent += 1
+    return {"sent": sent, "failed_posts": failed, "bad": bad[:4]}
 
 
 def outcome(verb):
@@ -220,6 +312,10 @@ def main():
         out = connect(args[0], args[1], *map(int, args[2:3]))
     elif role == "accept":
         out = accept(args[0], args[1], int(args[2]))
+    elif role == "stream-server":
+        out = stream_server(args[0], args[1], int(args[2]))
+    elif role == "stream-client":
+        out = stream_client(args[0], args[1], int(args[2]))
     elif role == "hold":
         out = hold(args[0])
     elif role == "destroy-poll":
