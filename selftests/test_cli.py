@@ -239,6 +239,7 @@ def test_no_module_dir(tool, monkeypatch):
     assert "rdma_krping" in err
 
 
+@krping.STOCK_ONLY
 def test_pair_ping_json(name):
     cp = cli("pair", *common(count=10), "--size", 64, "--validate",
              "--json", "--name", name, check=0, process=True)

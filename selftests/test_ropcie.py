@@ -436,6 +436,7 @@ YARDSTICKS = {
 }
 
 
+@krping.STOCK_ONLY
 @pytest.mark.parametrize("role", sorted(YARDSTICKS))
 def test_ropcie_bench_yardsticks(role):
     """make bench's yardsticks, as scripts/bench/bench.py reads them:

@@ -289,9 +289,10 @@ def test_destroyed_qp_leaves_no_completion(procs):
 
 # Messages through queues one entry deep: each a chance for a post to
 # race the completion that freed its entry.
-STREAM = 2000
+STREAM = 1000
 
 
+@krping.STOCK_ONLY
 def test_completion_frees_its_queue_entry(procs):
     """A polled completion means its work request's entry is free: with
     SQ and RQ one entry deep, each side busy-polls and posts its next
@@ -340,6 +341,7 @@ def released(p):
     return peer_result(p)
 
 
+@krping.STOCK_ONLY
 def test_user_qps_are_capped_per_device(procs, pool):
     """A device holds at most MAX_USER_QP user QPs, whichever processes
     ask: the first process gets MAX_USER_QP and then ENOSPC, a second
