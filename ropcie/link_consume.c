@@ -148,6 +148,39 @@ consumed:
 	}
 }
 
+/*
+ * A yield this long went to a task that does not yield back (a tick is
+ * 4 ms at HZ=250, a scheduler slice from 0.75 ms; krping's spinners give
+ * the CPU back within tens of microseconds). After ROPCIE_LX_HOG_YIELDS
+ * of them in a row (one alone may be the host running another vCPU),
+ * the consumer sleeps instead of yielding for ROPCIE_LX_HOG_NS.
+ */
+#define ROPCIE_LX_HOG_YIELD_NS	(500 * NSEC_PER_USEC)
+#define ROPCIE_LX_HOG_YIELDS	2
+#define ROPCIE_LX_HOG_NS	NSEC_PER_SEC
+
+/* Does @rx sleep rather than yield now (see ropcie_lx_rx_poll())? */
+static bool ropcie_lx_rx_ceded(const struct ropcie_lx_rx *rx)
+{
+	return local_clock() < READ_ONCE(rx->hog_until);
+}
+
+/* The yield begun at @began ended: count it, long or short. */
+static void ropcie_lx_rx_yielded(struct ropcie_lx_rx *rx, u64 began)
+{
+	u64 now = local_clock();
+
+	if ((s64)(now - began) < ROPCIE_LX_HOG_YIELD_NS) {
+		rx->long_yields = 0;
+		return;
+	}
+	if (++rx->long_yields < ROPCIE_LX_HOG_YIELDS)
+		return;
+	rx->long_yields = 0;
+	WRITE_ONCE(rx->hog_until, now + ROPCIE_LX_HOG_NS);
+	atomic64_inc(&rx->x->stats.polls_ceded);
+}
+
 /**
  * ropcie_lx_rx_poll() - look at the ring a while before sleeping
  * @rx: the consumer, not owned, after it consumed something
@@ -161,29 +194,44 @@ consumed:
  *
  * Between two looks it gives way to any other task that wants this CPU:
  * on a guest with one vCPU that is the task waiting for what the peer
- * sends (krping's wlat spins on its buffer), which only runs when the
- * poller lets it. cond_resched() would not: the spinner has the same
- * priority, so the poller would keep the CPU for the rest of its slice.
- * Hence yield(), bounded by rx_poll_us of wall time.
+ * sends (krping's wlat spins on its buffer, yielding), which only runs
+ * when the poller lets it. cond_resched() would not: the spinner has the
+ * same priority, so the poller would keep the CPU for the rest of its
+ * slice. Hence yield(), bounded by rx_poll_us of wall time.
+ *
+ * A task that does not yield back (a user-space busy poller: perftest
+ * polls its CQ in a loop) keeps the CPU until the scheduler's tick,
+ * milliseconds in which the peer rings no doorbell. After such yields
+ * the consumer sleeps rather than yield, for a while: the peer's
+ * doorbell then wakes it, and a woken task preempts the busy poller. It
+ * still polls while the CPU is its own.
  *
  * Return: whether entries came.
  */
 static bool ropcie_lx_rx_poll(struct ropcie_lx_rx *rx)
 {
-	u64 until, budget = READ_ONCE(ropcie_rx_poll_us) * NSEC_PER_USEC;
+	u64 now, until, budget = READ_ONCE(ropcie_rx_poll_us) * NSEC_PER_USEC;
 
 	if (!budget)
 		return false;
-	until = local_clock() + budget;
+	now = local_clock();
+	until = now + budget;
 	while (!kthread_should_stop()) {
 		if (ropcie_lx_pending(rx->x, rx->ring, READ_ONCE(rx->cons)))
 			return true;
-		if (local_clock() > until)
+		if (now > until)
 			break;
-		if (need_resched() || !single_task_running())
+		if (need_resched() || !single_task_running()) {
+			if (ropcie_lx_rx_ceded(rx))
+				break;
 			yield();
-		else
+			ropcie_lx_rx_yielded(rx, now);
+			if (ropcie_lx_rx_ceded(rx))
+				break;
+		} else {
 			cpu_relax();
+		}
+		now = local_clock();
 	}
 	return false;
 }
@@ -432,7 +480,8 @@ void ropcie_xport_doorbell(struct ropcie_link *link, bool rang)
 			continue;
 		if (rang && ropcie_lx_rx_fast(rx, t)) {
 			/* Served: the kthread only polls for what follows. */
-			if (READ_ONCE(ropcie_rx_poll_us))
+			if (READ_ONCE(ropcie_rx_poll_us) &&
+			    !ropcie_lx_rx_ceded(rx))
 				ropcie_lx_rx_kick(rx);
 			continue;
 		}

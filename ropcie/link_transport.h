@@ -82,6 +82,10 @@
  *	(ropcie_lx_rx_poll() follows traffic)
  * @rang_at: when profiling, the doorbell it has not yet taken
  *	(ktime_get_ns(); 0: none)
+ * @hog_until: until then (local_clock()), the kthread's poll sleeps
+ *	rather than yield to another task (ropcie_lx_rx_poll()); written
+ *	by the kthread, read by the doorbell too
+ * @long_yields: the kthread's long yields in a row
  */
 struct ropcie_lx_rx {
 	struct ropcie_xport *x;
@@ -94,6 +98,8 @@ struct ropcie_lx_rx {
 	u32 want_at;
 	bool traffic;
 	atomic64_t rang_at;
+	u64 hog_until;
+	unsigned int long_yields;
 };
 
 /**
@@ -136,7 +142,8 @@ struct ropcie_lx_rx {
  *	dropped for want of room in @ctrl, and the peer's faults in a
  *	descriptor: dropped (it named no connection) or ending the
  *	connection it named (ropcie_lx_rx_fault()), and the bytes of the
- *	peer's raw stream received in order or its fragments refused
+ *	peer's raw stream received in order or its fragments refused,
+ *	and the polls a consumer gave up to a task that kept the CPU
  */
 struct ropcie_xport {
 	struct ropcie_link *link;
@@ -166,7 +173,7 @@ struct ropcie_xport {
 	struct {
 		atomic64_t tx, rx, db, irq, answers_dropped;
 		atomic64_t rx_dropped, conn_faults;
-		atomic64_t stream_rx, stream_bad;
+		atomic64_t stream_rx, stream_bad, polls_ceded;
 	} stats;
 };
 

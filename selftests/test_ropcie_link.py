@@ -48,9 +48,10 @@ import time
 
 import pytest
 
-from lib import abi, bed, krping, ropcie
+from lib import abi, bed, env, krping, perftest, ropcie
 from lib.ropcie import PROFILE, parse_profile
 from lib.pci_link import Side, pci_name, sides
+from lib.remote import SshRemote
 
 pytestmark = pytest.mark.two_host
 
@@ -1334,6 +1335,42 @@ def test_polling_consumers_keep_exchanges_exact(hosts, pool, ropcie_params):
         print(f"# {name}: rx_poll_us=1000: {rung} doorbells rung for "
               f"{tx} descriptors produced")
         assert tx >= 2 * WLAT_COUNT, (name, d)
+
+
+SEND_LAT_ITERS = 300
+
+
+@needs_connections
+def test_busy_user_poller_gets_doorbells(hosts, started, capsys):
+    """ib_send_lat across the link with one vCPU per host: perftest
+    polls its CQ in a loop and never yields, so a consumer that yields
+    to it while it polls can lose the vCPU until the next tick. A
+    consumer that sees that stops yielding (polls_ceded moves). On 6.12
+    (EEVDF) it does; on 6.1 (CFS) the count was seen not to move, why
+    is open: the test wants it on one host at least. Every one of
+    SEND_LAT_ITERS iterations is done on both sides."""
+    here, there = hosts
+    for side in hosts:
+        ncpu = int(side.sh("nproc").strip())
+        if ncpu != 1:
+            pytest.skip(f"{side.name} has {ncpu} CPUs: a consumer need "
+                        "not share one with the poller (the test is for "
+                        "one, vm-pair --smp 1 --remote-smp 1)")
+        if side.sh("command -v ib_send_lat", check=False).strip() == "":
+            pytest.skip(f"no ib_send_lat on {side.name} (package perftest)")
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    topo = env.topology()
+    srv = perftest.Host(topo.remote_addr, SshRemote(topo.remote_args))
+    cli = perftest.Host(topo.local_addr)
+    before = {side.name: transport(side) for side in hosts}
+    perftest.run_checked("ib_send_lat", srv, cli, 64, SEND_LAT_ITERS,
+                         started, "across the link",
+                         say=perftest.tap_note(capsys))
+    ceded = {side.name: transport(side)["polls_ceded"] -
+             before[side.name]["polls_ceded"] for side in hosts}
+    print(f"# polls_ceded moved by {ceded}")
+    assert sum(ceded.values()) >= 1, ceded
 
 
 BW_COUNT = 20
