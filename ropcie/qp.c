@@ -243,13 +243,15 @@ static enum ib_wc_status ropcie_local_op(struct ropcie_qp *qp,
 }
 
 /*
- * Run one SQE, as the SQ's owner; @inline_exec: in the poster's context.
+ * Run one SQE, as the SQ's owner; @inline_exec: in the poster's context,
+ * which may sleep only for a user QP (ropcie_inline_ok()).
  * Return: false to try again later (nothing consumed).
  */
 static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 			      bool inline_exec)
 {
 	u64 t_post = sqe->t_post, t_run = 0, t_done = 0;
+	bool may_sleep = !inline_exec || qp->ibqp.uobject;
 	struct ib_wc wc = {};
 
 	if (t_post) {
@@ -262,7 +264,7 @@ static bool ropcie_sq_execute(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 	} else {
 		bool write = sqe->opcode == IB_WR_RDMA_WRITE;
 
-		if (ropcie_request(qp, sqe, &wc, !inline_exec,
+		if (ropcie_request(qp, sqe, &wc, may_sleep,
 				   write ? t_run : 0) == -EAGAIN)
 			return false;
 		if (t_post)
@@ -751,9 +753,12 @@ static int ropcie_sqe_fill(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 }
 
 /*
- * Can @wr run inline: a lone RDMA WRITE of at most inline_max bytes,
- * posted from task context (the key lookups take locks that interrupt
- * context must not wait for)?
+ * Can @wr run inline, in the poster's context? A lone RDMA WRITE of at
+ * most inline_max bytes, posted from task context (the key lookups take
+ * locks that interrupt context must not wait for). A user QP's post
+ * comes from ib_uverbs' system call, which may sleep: on a transport
+ * that runs work at once (one host) its lone SEND or WRITE of any length
+ * runs inline too. inline_max 0 turns both off.
  */
 static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 			     const struct ib_send_wr *wr)
@@ -763,9 +768,13 @@ static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 	int i;
 	const struct ropcie_transport_ops *transport = READ_ONCE(qp->transport);
 
-	if (!max || wr->next || wr->opcode != IB_WR_RDMA_WRITE ||
-	    wr->num_sge > qp->max_send_sge ||
-	    wr->send_flags & IB_SEND_INLINE || !in_task() ||
+	if (!max || wr->next || wr->num_sge > qp->max_send_sge ||
+	    wr->send_flags & IB_SEND_INLINE || !in_task())
+		return false;
+	if (qp->ibqp.uobject && transport->inline_exec)
+		return wr->opcode == IB_WR_SEND ||
+		       wr->opcode == IB_WR_RDMA_WRITE;
+	if (wr->opcode != IB_WR_RDMA_WRITE ||
 	    !(transport->inline_exec || transport->post))
 		return false;
 	for (i = 0; i < wr->num_sge; i++)

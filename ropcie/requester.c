@@ -28,7 +28,7 @@ static u32 ropcie_read_inv_key(const struct ropcie_sqe *sqe)
  * @qp: the requester
  * @sqe: the work request
  * @wc: its completion: status, and byte_len of a WRITE or READ
- * @may_sleep: false in the poster's context (an inline WRITE)
+ * @may_sleep: false in a kernel poster's context (an inline WRITE)
  * @t_start: profile: when the worker took a WRITE (ns), else 0
  *
  * Return: 0 with @wc->status set, or -EAGAIN to be called again once

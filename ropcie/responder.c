@@ -225,7 +225,7 @@ static void ropcie_respond_rdma(struct ropcie_qp *tqp,
  *	requester's own MRs on loopback, a checked slot of the link's
  *	window otherwise).
  * @last: this fragment ends the message
- * @may_sleep: false in the poster's context (an inline WRITE)
+ * @may_sleep: false in a kernel poster's context (an inline WRITE)
  * @status: the requester's completion status, when 0 is returned
  *
  * A transport that carries a message in one piece calls this once, with
@@ -277,7 +277,7 @@ int ropcie_respond_frag(struct ropcie_qp *tqp, const struct ropcie_req *req,
  * @tqp: the target QP, on this host
  * @req: what the requester asks (opcode, key, address, length)
  * @data: the requester's bytes, exactly @req->len of them
- * @may_sleep: false in the poster's context (an inline WRITE)
+ * @may_sleep: false in a kernel poster's context (an inline WRITE)
  * @status: the requester's completion status, when 0 is returned
  *
  * Return: as ropcie_respond_frag() for a message in one fragment.

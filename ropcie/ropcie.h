@@ -495,12 +495,13 @@ void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in);
  *	a SEND or WRITE, the sink of a READ) to the peer of @qp, run
  *	ropcie_respond() there and set *@status to its verdict. Return 0,
  *	or -EAGAIN when the peer has no receive for a SEND yet.
- *	@may_sleep is false in the poster's context (an inline WRITE).
+ *	@may_sleep is false in a kernel poster's context (an inline WRITE).
  * @recv_posted: @qp got a receive while a SEND of its peer waited for
  *	one (ropcie_respond() returned -EAGAIN): let the peer try again.
  *	Any context.
  * @inline_exec: @transfer may run in the poster's context (it never
- *	waits), so a small WRITE may skip the worker
+ *	waits), so a small WRITE may skip the worker, and so may a user
+ *	QP's SEND or WRITE (its poster may sleep)
  * @post: optional: send a WRITE and return without its verdict, so that
  *	several are in flight (the worker's context; with !@may_sleep the
  *	poster's, where it never waits). Return 0 when sent, -EBUSY when as

@@ -39,7 +39,7 @@ import sys
 
 import pytest
 
-from lib import env, krping, single_host
+from lib import env, krping, ropcie, single_host
 
 # --tap: kselftest TAP instead of pytest's terminal output (lib/tap.py).
 pytest_plugins = ["lib.tap"]
@@ -290,6 +290,15 @@ def pool(remote_side):
     problems = p.cleanup()
     if problems:
         pytest.fail("cleanup failed: " + "; ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def profiling():
+    """ropcie's profile on and cleared (lib/ropcie.py); the options it
+    changed back afterwards."""
+    saved = ropcie.profile_on()
+    yield
+    ropcie.set_params(**saved)
 
 
 @pytest.fixture

@@ -5,14 +5,17 @@ device), every byte through ropcie's loopback. Each of the five tools
 the RoPCIe thesis measured with must end with exit 0 on both sides and
 the client's exact iteration count (lib/perftest.py, which also says
 which of perftest's own races a run is repeated for). Figures are not
-checked: make bench measures. rdma link delete under a waiting perftest
-server ends in bounded time.
+checked: make bench measures. A perftest killed mid-run leaves nothing
+behind, and rdma link delete under a waiting perftest server ends in
+bounded time.
 
 Needs ropcie.ko loaded and perftest installed.
 """
 
 import json
 import os
+import signal
+import subprocess
 import time
 
 import pytest
@@ -66,6 +69,51 @@ def listening_server(prog, extra, started):
     krping.wait_for(lambda: host.listening(port), interval=0.2,
                     what=f"{prog} listening on port {port}")
     return host, srv, args, port
+
+
+def perftest_pid(shell):
+    """The pid of the perftest that Host.popen()'s shell runs (the
+    shell leads a session of its own; timeout(1) puts perftest in a
+    process group of its own inside it)."""
+    cp = subprocess.run(["pgrep", "-s", str(shell.pid), "^ib_"],
+                        capture_output=True, text=True)
+    pids = [int(p) for p in cp.stdout.split()]
+    return pids[0] if len(pids) == 1 else None
+
+
+@krping.STOCK_ONLY
+def test_ib_write_bw_killed_mid_run_releases_everything(started, capsys):
+    """SIGKILL to ib_write_bw's client while it streams 64 KiB WRITEs:
+    its QP, CQs, MRs (the pages ib_umem pinned) and PD leave restrack
+    within SHORT_TIMEOUT, its server ends within SHORT_TIMEOUT, and the
+    next pair on ropcie0 runs every iteration."""
+    say = tap_note(capsys)
+    host, srv, args, _ = listening_server("ib_write_bw", "-s 65536 -D 60",
+                                          started)
+    cli = host.popen(f"ib_write_bw {args} {ADDR}")
+    started.append(cli)
+    pid = krping.wait_for(lambda: perftest_pid(cli), interval=0.2,
+                          what="ib_write_bw's client process")
+    # Streaming: its QP is in restrack and its MR registered (perftest
+    # registers before it connects, and the test runs 60 s).
+    krping.wait_for(lambda: ropcie.user_resources("qp", pid),
+                    interval=0.2, what="the client's QP")
+    time.sleep(2.0)
+    assert cli.poll() is None, krping.finish(cli, 1)[1][-600:]
+    assert ropcie.user_resources("mr", pid), "the client registered no MR"
+    os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    krping.wait_for(lambda: not ropcie.holds_resources(pid),
+                    what="the killed client's QP, CQ, MR and PD released")
+    say(f"the killed client's resources were released in "
+        f"{time.monotonic() - t0:.2f} s")
+    rc, out = krping.finish(srv, krping.SHORT_TIMEOUT)
+    assert rc not in (-signal.SIGKILL, 124), \
+        f"ib_write_bw's server did not end without its client: {out[-600:]}"
+    say(f"the server ended with exit {rc} in {time.monotonic() - t0:.2f} s")
+    krping.finish(cli, krping.SHORT_TIMEOUT)
+    run_checked("ib_write_bw", host, host, 4096, 100, started,
+                "after the kill", say=say)
 
 
 def listening_on(dev, port):

@@ -183,15 +183,27 @@ def test_krping_client_rping_server(procs, pool, size):
     assert ping_lines(srv.output) == COUNT, srv.describe()
 
 
-def test_user_qp_cannot_use_the_kernels_dma_lkey(procs):
+@pytest.mark.parametrize("receives", ["posted", "late"])
+def test_user_qp_cannot_use_the_kernels_dma_lkey(procs, profiling, receives):
     """A user's SEND from its own MR arrives; the same SGE with lkey 0
     (the kernel's local DMA lkey, any kernel address) completes with
     LOC_PROT_ERR and moves no byte: the QP goes to error, and the
-    server's second receive is flushed."""
+    server's second receive is flushed.
+
+    Each SEND runs in its poster's system call (ropcie_inline_ok()),
+    unless it finds no receive posted (late: the server posts its
+    receives only once the client's first SEND is posted): that one
+    waits on the QP's worker until the receive comes."""
     port = krping.next_port()
-    srv = peer(procs, "server", ADDR, port)
+    late = receives == "late"
+    srv = peer(procs, "server", ADDR, port, *(["late"] if late else []))
     assert first_line(srv) == {"listening": True}
-    cli = peer_result(peer(procs, "client", ADDR, port))
+    cli = peer(procs, "client", ADDR, port)
+    assert first_line(cli) == {"posted": "mr_lkey"}
+    if late:
+        srv.stdin.write("\n")
+        srv.stdin.flush()
+    cli = peer_result(cli)
     res = peer_result(srv)
     print(f"# client {cli} | server {res}")
     assert cli["mr_lkey"]["status"] == WC_SUCCESS, cli
@@ -204,6 +216,13 @@ def test_user_qp_cannot_use_the_kernels_dma_lkey(procs):
         {cli["qpn"]}, cli
     assert {res[k]["qp_num"] for k in ("first", "second")} == \
         {res["qpn"]}, res
+    stages, executed = ropcie.read_profile()
+    assert stages["exec"]["count"] == 2, stages
+    if late:
+        # The second may find the worker still letting go of the SQ.
+        assert executed["worker"] >= 1, executed
+    else:
+        assert executed == {"worker": 0, "inline": 2}, executed
 
 
 # The same decision on every kernel (ropcie_may_connect()).

@@ -7,12 +7,15 @@ named by number in rdma_connect or rdma_accept), so it can post any
 work request. Prints one JSON object on stdout.
 
 usage:
-  uverbs_peer.py server ADDR PORT     accept one connection, post two
-                                      receives, report their completions
+  uverbs_peer.py server ADDR PORT [late]
+                                      accept one connection, post two
+                                      receives, report their completions;
+                                      late: post them only after a line
+                                      on stdin, once connected
   uverbs_peer.py client ADDR PORT     connect; SEND with the MR's lkey,
-                                      then the same bytes with lkey 0
-                                      (the kernel's DMA lkey); report
-                                      both completions
+                                      say so on stdout, then the same
+                                      bytes with lkey 0 (the kernel's DMA
+                                      lkey); report both completions
   uverbs_peer.py connect ADDR PORT [QPN]
                                       rdma_connect naming QP number QPN
                                       (not ours), or a QP of our own:
@@ -202,14 +205,18 @@ def first_request(addr, port):
     return lid, lid.get_request()
 
 
-def server(addr, port):
+def server(addr, port, late=False):
     lid, cid = first_request(addr, port)
     pd, cq, qp, mr = resources(cid.context)
     to_init(cid, qp)
+    if late:
+        cid.accept(ConnParam(qp_num=qp.qp_num))
+        sys.stdin.readline()
     for i in range(2):
         qp.post_recv(RecvWR(wr_id=i, num_sge=1,
                             sg=[SGE(mr.buf, SIZE, mr.lkey)]))
-    cid.accept(ConnParam(qp_num=qp.qp_num))
+    if not late:
+        cid.accept(ConnParam(qp_num=qp.qp_num))
     first = poll_one(cq)
     data = mr.read(SIZE, 0)
     second = poll_one(cq)
@@ -229,6 +236,7 @@ def client(addr, port):
         qp.post_send(SendWR(wr_id=lkey, opcode=e.IBV_WR_SEND, num_sge=1,
                             sg=[SGE(mr.buf, SIZE, lkey)],
                             send_flags=e.IBV_SEND_SIGNALED))
+        print(json.dumps({"posted": name}), flush=True)
         out[name] = poll_one(cq)
     return out
 
@@ -305,7 +313,7 @@ def destroy_poll(dev):
 def main():
     role, args = sys.argv[1], sys.argv[2:]
     if role == "server":
-        out = server(args[0], args[1])
+        out = server(args[0], args[1], args[2:] == ["late"])
     elif role == "client":
         out = client(args[0], args[1])
     elif role == "connect":

@@ -14,6 +14,7 @@ from lib import krping
 
 ROPCIE_DEV = "ropcie0"
 PROFILE = "/sys/kernel/debug/ropcie/profile"
+PARAMS = "/sys/module/ropcie/parameters"
 NETDEV = "rp0"
 ADDR = "10.77.0.1"
 
@@ -124,3 +125,42 @@ def parse_profile(text):
     assert last[:3] == ["executed", "by", "worker"] and \
         last[4] == "inline", text
     return stages, {"worker": int(last[3]), "inline": int(last[5])}
+
+
+# The rows of debugfs ropcie/profile, in its order.
+STAGES = ("post", "queue", "exec", "complete", "landed", "turnaround",
+          "lx_send", "lx_wait", "lx_wake", "lx_bell", "lx_serve",
+          "lx_copy", "lx_room", "lx_limit", "lx_idle")
+
+
+def set_params(**params):
+    """Write ropcie's module parameters."""
+    for name, value in params.items():
+        with open(f"{PARAMS}/{name}", "w") as f:
+            f.write(f"{value}\n")
+
+
+def read_params(*names):
+    return {n: krping.read_text(f"{PARAMS}/{n}").strip() for n in names}
+
+
+def read_profile():
+    """{stage: {column: int}} and the executed counts of debugfs
+    ropcie/profile, every stage of STAGES in it."""
+    with open(PROFILE) as f:
+        stages, executed = parse_profile(f.read())
+    assert tuple(stages) == STAGES, stages
+    return stages, executed
+
+
+def profile_on():
+    """Turn the profile on and clear it, debugfs mounted: the options it
+    changed, as they were, for set_params() afterwards (conftest.py's
+    fixture profiling)."""
+    if not os.path.ismount("/sys/kernel/debug"):
+        sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
+    saved = read_params("inline_max", "profile")
+    set_params(profile=1)
+    with open(PROFILE, "w") as f:
+        f.write("0\n")
+    return saved
