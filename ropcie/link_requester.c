@@ -2,9 +2,9 @@
 /*
  * ropcie link transport: the requester. A QP's worker writes the
  * fragments of a SEND or WRITE into the peer's request ring, a slot
- * each, or asks for a READ, and waits for the verdict; WRITEs it may
- * also post (up to ROPCIE_LX_POSTED in flight) and take their verdicts in
- * order later.
+ * each, or asks for a READ, and waits for the verdict; WRITEs, and a
+ * SEND behind them, it may also post (up to ROPCIE_LX_POSTED in flight)
+ * and take their verdicts in order later.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -229,26 +229,29 @@ static void ropcie_lx_recv_posted(struct ropcie_qp *qp)
 }
 
 /*
- * The WRITE @m of @qp (numbered by the caller) as in flight, before it
- * is sent: its answer may come at once. Under the QP's wait_lock.
+ * The WRITE or SEND @m of @qp (numbered by the caller) as in flight,
+ * before it is sent: its answer may come at once. Under the QP's
+ * wait_lock.
  */
-static struct ropcie_lx_posted *ropcie_lx_posted_add(struct ropcie_qp_lx *lx,
-						     u32 msn)
+static struct ropcie_lx_posted *
+ropcie_lx_posted_add(struct ropcie_qp_lx *lx, const struct ropcie_wire_msg *m)
 {
-	struct ropcie_lx_posted *p = &lx->posted[msn % ROPCIE_LX_POSTED];
+	struct ropcie_lx_posted *p = &lx->posted[m->msn % ROPCIE_LX_POSTED];
 
 	lockdep_assert_held(&lx->wait_lock);
 	if (!lx->nposted)
-		lx->posted_msn = msn;
+		lx->posted_msn = m->msn;
 	*p = (struct ropcie_lx_posted){
 		.sent_at = jiffies,
 		.status = IB_WC_WR_FLUSH_ERR,
+		.send = m->type != ROPCIE_WIRE_WRITE,
 	};
+	lx->send_posted = p->send;
 	lx->nposted++;
 	return p;
 }
 
-/* A posted WRITE's send failed: that is its verdict. Under wait_lock. */
+/* A posted request's send failed: that is its verdict. Under wait_lock. */
 static void ropcie_lx_posted_fail(struct ropcie_lx_posted *p, int ret)
 {
 	if (!p->done) {
@@ -259,13 +262,14 @@ static void ropcie_lx_posted_fail(struct ropcie_lx_posted *p, int ret)
 }
 
 /*
- * The link and the header of a WRITE of @qp; ropcie_lx_life is held for
- * reading. Return: the transport, or NULL when the QP has no connection.
+ * The link and the header of a WRITE or SEND of @qp; ropcie_lx_life is
+ * held for reading. Return: the transport, or NULL when the QP has no
+ * connection.
  */
-static struct ropcie_xport *ropcie_lx_write_msg(struct ropcie_qp *qp,
-						const struct ropcie_req *req,
-						u32 *gen,
-						struct ropcie_wire_msg *m)
+static struct ropcie_xport *ropcie_lx_post_msg(struct ropcie_qp *qp,
+					       const struct ropcie_req *req,
+					       u32 *gen,
+					       struct ropcie_wire_msg *m)
 {
 	struct ropcie_qp_lx *lx = &qp->lx;
 	struct ropcie_xport *x;
@@ -277,16 +281,29 @@ static struct ropcie_xport *ropcie_lx_write_msg(struct ropcie_qp *qp,
 	m->dst_qpn = lx->peer_conn;
 	m->src_qpn = lx->conn;
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
-	m->type = ROPCIE_WIRE_WRITE;
 	m->msg_len = req->len;
-	m->rkey = req->rkey;
-	m->raddr = req->remote_addr;
+	switch (req->op) {
+	case ROPCIE_OP_SEND_INV:
+		m->inv_rkey = req->inv_rkey;
+		fallthrough;
+	case ROPCIE_OP_SEND:
+		m->type = req->op == ROPCIE_OP_SEND ? ROPCIE_WIRE_SEND :
+						      ROPCIE_WIRE_SEND_INV;
+		if (req->solicited)
+			m->flags = ROPCIE_WIRE_SOLICITED;
+		break;
+	default:
+		m->type = ROPCIE_WIRE_WRITE;
+		m->rkey = req->rkey;
+		m->raddr = req->remote_addr;
+	}
 	return x && m->dst_qpn ? x : NULL;
 }
 
 /*
- * A WRITE of one slot at most from the poster's context, which may hold
- * a spinlock: every lock is only tried, and the ring must have room.
+ * A WRITE or SEND of one slot at most from the poster's context, which
+ * may hold a spinlock: every lock is only tried, and the ring must have
+ * room.
  * Return: as ropcie_lx_post(), -EAGAIN for "not now".
  */
 static int ropcie_lx_post_now(struct ropcie_qp *qp,
@@ -304,7 +321,7 @@ static int ropcie_lx_post_now(struct ropcie_qp *qp,
 
 	if (!down_read_trylock(&ropcie_lx_life))
 		return -EAGAIN;
-	x = ropcie_lx_write_msg(qp, req, &gen, &m);
+	x = ropcie_lx_post_msg(qp, req, &gen, &m);
 	if (!x || req->len > x->link->gout.slot_size)
 		goto out;
 	ret = ropcie_lx_tx_try(x, ROPCIE_WIRE_REQ, gen, &tx);
@@ -316,7 +333,7 @@ static int ropcie_lx_post_now(struct ropcie_qp *qp,
 		goto out;
 	}
 	m.msn = lx->msn++;
-	p = ropcie_lx_posted_add(lx, m.msn);
+	p = ropcie_lx_posted_add(lx, &m);
 	/* Under wait_lock: the consumer takes the answer once it is all set. */
 	ret = ropcie_lx_send_frag(&tx, local, 0, req->len, req->len, &m,
 				  false);
@@ -334,9 +351,11 @@ out:
 }
 
 /*
- * ropcie_transport_ops.post over a link: a WRITE into the peer's request
- * ring, registered as in flight before it is sent (its answer may come
- * at once). A send that fails makes its own verdict, taken in order.
+ * ropcie_transport_ops.post over a link: a WRITE or SEND into the peer's
+ * request ring, registered as in flight before it is sent (its answer
+ * may come at once). A send that fails makes its own verdict, taken in
+ * order. Nothing goes behind a posted SEND: one that finds no receive
+ * is sent again, and what follows it must not land first.
  * Context: the QP's worker, which sleeps for room in the ring; or, with
  * !@may_sleep, the poster (ropcie_lx_post_now()).
  */
@@ -351,6 +370,8 @@ static int ropcie_lx_post(struct ropcie_qp *qp, const struct ropcie_req *req,
 	u32 gen;
 	int ret;
 
+	if (lx->send_posted)
+		return -EBUSY;
 	if (lx->nposted >= ROPCIE_LX_POSTED) {
 		if (may_sleep && !lx->limit_at)
 			lx->limit_at = ropcie_prof_now();
@@ -364,14 +385,14 @@ static int ropcie_lx_post(struct ropcie_qp *qp, const struct ropcie_req *req,
 		lx->limit_at = 0;
 	}
 	down_read(&ropcie_lx_life);
-	x = ropcie_lx_write_msg(qp, req, &gen, &m);
+	x = ropcie_lx_post_msg(qp, req, &gen, &m);
 	if (!x) {
 		up_read(&ropcie_lx_life);
 		return -ENOTCONN;
 	}
 	m.msn = lx->msn++;
 	mutex_lock(&lx->wait_lock);
-	p = ropcie_lx_posted_add(lx, m.msn);
+	p = ropcie_lx_posted_add(lx, &m);
 	mutex_unlock(&lx->wait_lock);
 
 	ret = ropcie_lx_send_data(x, gen, req, local, &m);
@@ -387,7 +408,7 @@ static int ropcie_lx_post(struct ropcie_qp *qp, const struct ropcie_req *req,
 	return 0;
 }
 
-/* ropcie_transport_ops.reap over a link: the oldest posted WRITE. */
+/* ropcie_transport_ops.reap over a link: the oldest posted request. */
 static int ropcie_lx_reap(struct ropcie_qp *qp, enum ib_wc_status *status)
 {
 	struct ropcie_qp_lx *lx = &qp->lx;
@@ -401,7 +422,9 @@ static int ropcie_lx_reap(struct ropcie_qp *qp, enum ib_wc_status *status)
 		return 0;
 	}
 	p = &lx->posted[lx->posted_msn % ROPCIE_LX_POSTED];
-	if (p->done) {
+	if (p->done && p->rnr) {
+		ret = -EAGAIN;
+	} else if (p->done) {
 		*status = p->status;
 		ret = 0;
 		if (p->t_sent && p->answered_at > p->t_sent) {
@@ -417,6 +440,8 @@ static int ropcie_lx_reap(struct ropcie_qp *qp, enum ib_wc_status *status)
 		ret = -ETIMEDOUT;
 	}
 	if (ret != -EINPROGRESS) {
+		if (p->send)
+			lx->send_posted = false;
 		lx->posted_msn++;
 		/* The next one's time runs from this answer. */
 		if (--lx->nposted)
@@ -432,6 +457,7 @@ static void ropcie_lx_forget(struct ropcie_qp *qp)
 {
 	mutex_lock(&qp->lx.wait_lock);
 	qp->lx.nposted = 0;
+	qp->lx.send_posted = false;
 	qp->lx.limit_at = 0;
 	mutex_unlock(&qp->lx.wait_lock);
 }

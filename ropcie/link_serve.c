@@ -107,6 +107,7 @@ void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 					  last, !rsp, &st);
 		if (ret == -EAGAIN) {
 			lx->in_skip = true;
+			atomic64_inc(&x->stats.rnr_answered);
 			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_RNR, m->src_qpn,
 					 m->dst_qpn, m->msn, 0);
 		} else if (st != IB_WC_SUCCESS || last) {
@@ -174,7 +175,7 @@ void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 	}
 }
 
-/* An answer to a posted WRITE, under wait_lock; else it is dropped. */
+/* An answer to a posted request, under wait_lock; else it is dropped. */
 static void ropcie_lx_posted_answer(struct ropcie_qp *qp,
 				    const struct ropcie_wire_msg *m)
 {
@@ -186,7 +187,8 @@ static void ropcie_lx_posted_answer(struct ropcie_qp *qp,
 	p = &lx->posted[m->msn % ROPCIE_LX_POSTED];
 	if (p->done)
 		return;
-	/* A WRITE's answer is an ACK: anything else fails it. */
+	/* An ACK; or RNR to a SEND, which goes again. Anything else fails. */
+	p->rnr = p->send && m->type == ROPCIE_WIRE_RNR;
 	p->status = m->type == ROPCIE_WIRE_ACK ? m->status : IB_WC_REM_OP_ERR;
 	p->answered_at = ropcie_prof_now();
 	p->done = true;

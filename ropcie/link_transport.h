@@ -143,7 +143,8 @@ struct ropcie_lx_rx {
  *	descriptor: dropped (it named no connection) or ending the
  *	connection it named (ropcie_lx_rx_fault()), and the bytes of the
  *	peer's raw stream received in order or its fragments refused,
- *	and the polls a consumer gave up to a task that kept the CPU
+ *	the times a consumer began to cede the CPU to a task that kept it,
+ *	and the peer's SENDs answered "no receive posted"
  */
 struct ropcie_xport {
 	struct ropcie_link *link;
@@ -174,6 +175,7 @@ struct ropcie_xport {
 		atomic64_t tx, rx, db, irq, answers_dropped;
 		atomic64_t rx_dropped, conn_faults;
 		atomic64_t stream_rx, stream_bad, polls_ceded;
+		atomic64_t rnr_answered;
 	} stats;
 };
 

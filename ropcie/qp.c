@@ -185,6 +185,7 @@ static void ropcie_sq_retire(struct ropcie_qp *qp,
 	wc->wr_id = sqe->wr_id;
 	wc->opcode = ropcie_wc_opcode(sqe->opcode);
 	wc->qp = &qp->ibqp;
+	qp->sq_resend = false;
 	ropcie_ring_consume(&qp->sq);
 	/* A completion lost to a full CQ ends the QP, as on hardware. */
 	if (signaled && ropcie_cq_post(qp->scq, wc, false, inline_exec))
@@ -312,9 +313,11 @@ static void ropcie_sq_release(struct ropcie_qp *qp)
 }
 
 /*
- * Complete the posted WRITEs whose verdicts are in, oldest first, as the
- * SQ's owner. A failed one moves the QP to error (the flush ends the
- * rest); one the peer never answered fails as a lost request would.
+ * Complete the posted requests whose verdicts are in, oldest first, as
+ * the SQ's owner. A failed one moves the QP to error (the flush ends the
+ * rest); one the peer never answered fails as a lost request would. A
+ * SEND that found no receive (the newest: nothing is posted behind one)
+ * stays at the head, to run again through ropcie_sq_execute().
  */
 static void ropcie_sq_reap(struct ropcie_qp *qp)
 {
@@ -328,10 +331,16 @@ static void ropcie_sq_reap(struct ropcie_qp *qp)
 		ret = transport->reap(qp, &wc.status);
 		if (ret == -EINPROGRESS)
 			return;
+		if (ret == -EAGAIN) {
+			qp->sq_posted--;
+			qp->sq_resend = true;
+			continue;
+		}
 		if (ret)
 			wc.status = IB_WC_RETRY_EXC_ERR;
-		for (i = 0; wc.status == IB_WC_SUCCESS && i < sqe->num_sge; i++)
-			wc.byte_len += sqe->sge[i].length;
+		if (sqe->opcode == IB_WR_RDMA_WRITE && wc.status == IB_WC_SUCCESS)
+			for (i = 0; i < sqe->num_sge; i++)
+				wc.byte_len += sqe->sge[i].length;
 		qp->sq_posted--;
 		ropcie_sq_retire(qp, sqe, &wc, false);
 		if (wc.status != IB_WC_SUCCESS)
@@ -345,6 +354,7 @@ static void ropcie_sq_reap(struct ropcie_qp *qp)
  */
 static void ropcie_sq_forget_posted(struct ropcie_qp *qp)
 {
+	qp->sq_resend = false;
 	if (qp->sq_posted) {
 		READ_ONCE(qp->transport)->forget(qp);
 		qp->sq_posted = 0;
@@ -360,13 +370,18 @@ enum ropcie_sq_verdict {
 
 /*
  * Send @sqe without waiting, if the transport can and the SQ allows:
- * WRITEs only, behind nothing but posted WRITEs.
+ * WRITEs and SENDs, behind nothing but posted WRITEs; not a SEND sent
+ * before that found no receive.
  */
 static enum ropcie_sq_verdict ropcie_sq_post(struct ropcie_qp *qp,
 					     struct ropcie_sqe *sqe)
 {
 	u64 t_run = sqe->t_post ? ktime_get_ns() : 0;
-	int ret = ropcie_request_post(qp, sqe, true);
+	int ret;
+
+	if (qp->sq_resend)
+		return ROPCIE_SQ_RUN;
+	ret = ropcie_request_post(qp, sqe, true);
 
 	if (!ret) {
 		if (t_run) {
@@ -376,7 +391,7 @@ static enum ropcie_sq_verdict ropcie_sq_post(struct ropcie_qp *qp,
 		qp->sq_posted++;
 		return ROPCIE_SQ_POSTED;
 	}
-	/* In order: nothing runs past a posted WRITE. */
+	/* In order: nothing runs past a posted request. */
 	if (ret == -EBUSY || qp->sq_posted)
 		return ROPCIE_SQ_WAIT;
 	return ROPCIE_SQ_RUN;
@@ -755,10 +770,11 @@ static int ropcie_sqe_fill(struct ropcie_qp *qp, struct ropcie_sqe *sqe,
 /*
  * Can @wr run inline, in the poster's context? A lone RDMA WRITE of at
  * most inline_max bytes, posted from task context (the key lookups take
- * locks that interrupt context must not wait for). A user QP's post
- * comes from ib_uverbs' system call, which may sleep: on a transport
- * that runs work at once (one host) its lone SEND or WRITE of any length
- * runs inline too. inline_max 0 turns both off.
+ * locks that interrupt context must not wait for); over a link, which
+ * posts it without waiting, a SEND too. A user QP's post comes from
+ * ib_uverbs' system call, which may sleep: on a transport that runs work
+ * at once (one host) its lone SEND or WRITE of any length runs inline
+ * too. inline_max 0 turns all of them off.
  */
 static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 			     const struct ib_send_wr *wr)
@@ -774,8 +790,9 @@ static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 	if (qp->ibqp.uobject && transport->inline_exec)
 		return wr->opcode == IB_WR_SEND ||
 		       wr->opcode == IB_WR_RDMA_WRITE;
-	if (wr->opcode != IB_WR_RDMA_WRITE ||
-	    !(transport->inline_exec || transport->post))
+	if (!(wr->opcode == IB_WR_RDMA_WRITE &&
+	      (transport->inline_exec || transport->post)) &&
+	    !(wr->opcode == IB_WR_SEND && transport->post))
 		return false;
 	for (i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
@@ -784,7 +801,7 @@ static bool ropcie_inline_ok(const struct ropcie_qp *qp,
 
 /*
  * Send @sqe, the SQ's newest entry, from the poster's context as a
- * posted WRITE (ropcie_transport_ops.post); else leave it to the worker.
+ * posted WRITE or SEND (ropcie_transport_ops.post); else leave it to the worker.
  */
 static void ropcie_sq_post_inline(struct ropcie_qp *qp, struct ropcie_sqe *sqe)
 {
@@ -799,7 +816,7 @@ static void ropcie_sq_post_inline(struct ropcie_qp *qp, struct ropcie_sqe *sqe)
 
 /*
  * Run @wr in the poster's context when the SQ holds nothing but posted
- * WRITEs, in RTS, and no one consumes it: the worker is idle, so order
+ * requests, in RTS, and no one consumes it: the worker is idle, so order
  * is kept. Return: false when @wr must go through the SQ and the worker
  * instead.
  */

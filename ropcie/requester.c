@@ -93,33 +93,48 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 }
 
 /**
- * ropcie_request_post() - send a WRITE of @qp's send queue without
- *	waiting for its verdict
+ * ropcie_request_post() - send a WRITE or SEND of @qp's send queue
+ *	without waiting for its verdict
  * @qp: the requester
  * @sqe: the work request
  * @may_sleep: false in the poster's context
  *
- * For a transport that keeps several WRITEs in flight
+ * For a transport that keeps several requests in flight
  * (ropcie_transport_ops.post); the worker takes the verdicts in order
  * with ropcie_transport_ops.reap.
  *
  * Return: 0 when sent, -EBUSY when the transport has as many in flight
  * as it takes, another error when @sqe must run through ropcie_request()
- * (not a WRITE, no post, a local error for ropcie_request() to report).
+ * (not a WRITE or SEND, no post, a local error for ropcie_request() to
+ * report).
  */
 int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 			bool may_sleep)
 {
 	const struct ropcie_transport_ops *transport = READ_ONCE(qp->transport);
 	struct ropcie_req req = {
-		.op = ROPCIE_OP_WRITE,
 		.rkey = sqe->rkey,
 		.remote_addr = sqe->remote_addr,
+		.solicited = !!(sqe->send_flags & IB_SEND_SOLICITED),
 	};
 	struct ropcie_segs local;
 	int ret;
 
-	if (sqe->opcode != IB_WR_RDMA_WRITE || !transport->post)
+	switch (sqe->opcode) {
+	case IB_WR_RDMA_WRITE:
+		req.op = ROPCIE_OP_WRITE;
+		break;
+	case IB_WR_SEND:
+		req.op = ROPCIE_OP_SEND;
+		break;
+	case IB_WR_SEND_WITH_INV:
+		req.op = ROPCIE_OP_SEND_INV;
+		req.inv_rkey = sqe->inv_rkey;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (!transport->post)
 		return -EOPNOTSUPP;
 	if (ropcie_segs_get(qp, sqe->sge, sqe->num_sge, false, &local) !=
 	    IB_WC_SUCCESS)

@@ -173,10 +173,13 @@ struct ropcie_inmsg {
  * @in_skip: it failed: drop its later fragments
  * @in_broken: a message of the peer failed: refuse the ones behind it
  *	(posted before the peer knew; the connection is ending)
- * @posted: WRITEs sent without waiting (ropcie_transport_ops.post), the
- *	oldest at @posted_msn, under @wait_lock
+ * @posted: WRITEs, and a SEND behind them, sent without waiting
+ *	(ropcie_transport_ops.post), the oldest at @posted_msn, under
+ *	@wait_lock
  * @posted_msn: the message number of the oldest
  * @nposted: how many
+ * @send_posted: the newest is a SEND: nothing is posted behind it, as
+ *	it may have to be sent again (the SQ's owner; under @wait_lock)
  * @limit_at: profile: when a WRITE was first held back because
  *	ROPCIE_LX_POSTED were in flight (ns; 0: none held)
  */
@@ -194,9 +197,10 @@ struct ropcie_qp_lx {
 		unsigned long sent_at;	/* jiffies; or of the last answer */
 		u64 t_sent, answered_at;	/* profile: ns, or 0 */
 		enum ib_wc_status status;
-		bool done;
+		bool send, done, rnr;
 	} posted[ROPCIE_LX_POSTED];
 	u32 posted_msn, nposted;
+	bool send_posted;
 	u64 limit_at;
 };
 
@@ -242,6 +246,12 @@ struct ropcie_qp {
 	 * answered (the SQ's owner only). Nothing else runs while any are.
 	 */
 	u32 sq_posted;
+	/*
+	 * The SQ's head is a posted SEND that found no receive: it runs
+	 * through ropcie_sq_execute(), which waits for one (the SQ's owner
+	 * only; cleared when the head is retired).
+	 */
+	bool sq_resend;
 	atomic64_t prof_write;		/* profile: a WRITE to here began, ns */
 	/*
 	 * Transfers of the peer into or out of this QP's memory (SEND,
@@ -502,18 +512,20 @@ void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in);
  * @inline_exec: @transfer may run in the poster's context (it never
  *	waits), so a small WRITE may skip the worker, and so may a user
  *	QP's SEND or WRITE (its poster may sleep)
- * @post: optional: send a WRITE and return without its verdict, so that
- *	several are in flight (the worker's context; with !@may_sleep the
- *	poster's, where it never waits). Return 0 when sent, -EBUSY when as
- *	many are in flight as the transport takes, another error when
+ * @post: optional: send a WRITE or SEND and return without its verdict,
+ *	so that several are in flight (the worker's context; with
+ *	!@may_sleep the poster's, where it never waits). Nothing is posted
+ *	behind a SEND. Return 0 when sent, -EBUSY when as many are in
+ *	flight as the transport takes (or a SEND), another error when
  *	@transfer must carry it (nothing was sent; -EAGAIN: not without
- *	waiting). A transport with @post takes small WRITEs from the
- *	poster's context this way.
- * @reap: the verdict of the oldest posted WRITE: 0 with *@status,
+ *	waiting). A transport with @post takes small WRITEs and SENDs from
+ *	the poster's context this way.
+ * @reap: the verdict of the oldest posted request: 0 with *@status,
  *	-EINPROGRESS while it is not in, -ETIMEDOUT when the peer has not
- *	answered it for too long
- * @forget: drop every posted WRITE (the QP is flushed or reset); late verdicts
- *	are ignored
+ *	answered it for too long, -EAGAIN for a SEND that found no receive
+ *	(it is no longer in flight: @transfer sends it again, and waits)
+ * @forget: drop every posted request (the QP is flushed or reset); late
+ *	verdicts are ignored
  *
  * The semantics of the verbs are the requester's and the responder's;
  * a transport only moves requests, verdicts and bytes.

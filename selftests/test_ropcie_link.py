@@ -48,7 +48,7 @@ import time
 
 import pytest
 
-from lib import abi, bed, env, krping, perftest, ropcie
+from lib import abi, bed, env, krping, perftest, ropcie, uverbs_peer
 from lib.ropcie import PROFILE, parse_profile
 from lib.pci_link import Side, pci_name, sides
 from lib.remote import SshRemote
@@ -1371,6 +1371,47 @@ def test_busy_user_poller_gets_doorbells(hosts, started, capsys):
              before[side.name]["polls_ceded"] for side in hosts}
     print(f"# polls_ceded moved by {ceded}")
     assert sum(ceded.values()) >= 1, ceded
+
+
+# ibv_wc_status
+WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
+
+
+@needs_connections
+def test_user_send_across_the_link_waits_for_a_late_receive(hosts, started):
+    """A user's SEND across the link to a QP with no receive posted yet:
+    it leaves without waiting for its verdict (posted, as a WRITE is),
+    the peer answers that it found no receive (rnr_answered moves
+    there), and the requester sends it again once the peer posts one:
+    it lands whole and completes, and the next SEND (lkey 0, the
+    kernel's DMA lkey) fails with LOC_PROT_ERR and flushes the peer's
+    second receive, as on one host."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    topo = env.topology()
+    port = krping.next_port()
+    go = f"/tmp/krping-post-receives-{port}"
+    there.sh(f"rm -f {go}")
+    srv = uverbs_peer.start("server", topo.remote_addr, port, go,
+                            remote=SshRemote(topo.remote_args))
+    started.append(srv)
+    assert uverbs_peer.first_line(srv) == {"listening": True}
+    rnr0 = transport(there)["rnr_answered"]
+    cli = uverbs_peer.start("client", topo.remote_addr, port)
+    started.append(cli)
+    assert uverbs_peer.first_line(cli) == {"posted": "mr_lkey"}
+    krping.wait_for(lambda: transport(there)["rnr_answered"] > rnr0,
+                    interval=0.1, what="the SEND answered: no receive")
+    there.sh(f"touch {go}")
+    res, out = uverbs_peer.result(cli), uverbs_peer.result(srv)
+    there.sh(f"rm -f {go}")
+    print(f"# client {res} | server {out}")
+    assert res["mr_lkey"]["status"] == WC_SUCCESS, res
+    assert res["dma_lkey"]["status"] == WC_LOC_PROT_ERR, res
+    assert out["first"]["status"] == WC_SUCCESS, out
+    assert out["first"]["byte_len"] == 64 and out["data_ok"], out
+    assert out["second"]["status"] == WC_WR_FLUSH_ERR, out
 
 
 BW_COUNT = 20

@@ -7,24 +7,19 @@ the device ends in bounded time under a process that holds it.
 """
 
 import importlib.util
-import json
 import os
 import re
 import signal
 import subprocess
-import sys
-import threading
 import time
 
 import pytest
 
-from lib import krping, ropcie
+from lib import krping, ropcie, uverbs_peer
 from lib.krping import ping_stats
 from lib.ropcie import ADDR, ROPCIE_DEV, ensure_setup, teardown_setup
 from lib.rping import RPING, Rping
 
-PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                    "uverbs_peer.py")
 COUNT = 10
 SIZES = [64, 4096, 65535]       # rping takes 23..65535
 # The kernels but 6.12 run the size that spans pages; the others take
@@ -73,30 +68,13 @@ def procs():
 
 def peer(procs, *args, user=None):
     """Start uverbs_peer.py ARGS (as NOBODY when user is set)."""
-    p = subprocess.Popen([sys.executable, PEER, *map(str, args)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True,
-                         preexec_fn=user)
+    p = uverbs_peer.start(*args, user=user)
     procs.append(p)
     return p
 
 
-def peer_result(p, timeout=krping.TIMEOUT):
-    """The last JSON line of a peer that ended with exit 0."""
-    out, err = p.communicate(timeout=timeout)
-    assert p.returncode == 0, f"uverbs_peer.py exit {p.returncode}: {err}"
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def first_line(p, timeout=krping.SHORT_TIMEOUT):
-    """The first JSON line a peer prints, within timeout."""
-    box = []
-    t = threading.Thread(target=lambda: box.append(p.stdout.readline()),
-                         daemon=True)
-    t.start()
-    t.join(timeout)
-    assert box and box[0], f"uverbs_peer.py said nothing in {timeout} s"
-    return json.loads(box[0])
+peer_result = uverbs_peer.result
+first_line = uverbs_peer.first_line
 
 
 def as_nobody():
@@ -184,7 +162,8 @@ def test_krping_client_rping_server(procs, pool, size):
 
 
 @pytest.mark.parametrize("receives", ["posted", "late"])
-def test_user_qp_cannot_use_the_kernels_dma_lkey(procs, profiling, receives):
+def test_user_qp_cannot_use_the_kernels_dma_lkey(procs, profiling, receives,
+                                                 tmp_path):
     """A user's SEND from its own MR arrives; the same SGE with lkey 0
     (the kernel's local DMA lkey, any kernel address) completes with
     LOC_PROT_ERR and moves no byte: the QP goes to error, and the
@@ -196,13 +175,12 @@ def test_user_qp_cannot_use_the_kernels_dma_lkey(procs, profiling, receives):
     waits on the QP's worker until the receive comes."""
     port = krping.next_port()
     late = receives == "late"
-    srv = peer(procs, "server", ADDR, port, *(["late"] if late else []))
+    go = tmp_path / "post-receives"
+    srv = peer(procs, "server", ADDR, port, *([go] if late else []))
     assert first_line(srv) == {"listening": True}
     cli = peer(procs, "client", ADDR, port)
     assert first_line(cli) == {"posted": "mr_lkey"}
-    if late:
-        srv.stdin.write("\n")
-        srv.stdin.flush()
+    go.touch()
     cli = peer_result(cli)
     res = peer_result(srv)
     print(f"# client {cli} | server {res}")

@@ -7,11 +7,11 @@ named by number in rdma_connect or rdma_accept), so it can post any
 work request. Prints one JSON object on stdout.
 
 usage:
-  uverbs_peer.py server ADDR PORT [late]
+  uverbs_peer.py server ADDR PORT [FILE]
                                       accept one connection, post two
                                       receives, report their completions;
-                                      late: post them only after a line
-                                      on stdin, once connected
+                                      with FILE: post them only once
+                                      connected and FILE exists
   uverbs_peer.py client ADDR PORT     connect; SEND with the MR's lkey,
                                       say so on stdout, then the same
                                       bytes with lkey 0 (the kernel's DMA
@@ -205,13 +205,19 @@ def first_request(addr, port):
     return lid, lid.get_request()
 
 
-def server(addr, port, late=False):
+def wait_for_file(path):
+    end = time.monotonic() + POLL_S
+    while not os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.01)
+
+
+def server(addr, port, late=None):
     lid, cid = first_request(addr, port)
     pd, cq, qp, mr = resources(cid.context)
     to_init(cid, qp)
     if late:
         cid.accept(ConnParam(qp_num=qp.qp_num))
-        sys.stdin.readline()
+        wait_for_file(late)
     for i in range(2):
         qp.post_recv(RecvWR(wr_id=i, num_sge=1,
                             sg=[SGE(mr.buf, SIZE, mr.lkey)]))
@@ -313,7 +319,7 @@ def destroy_poll(dev):
 def main():
     role, args = sys.argv[1], sys.argv[2:]
     if role == "server":
-        out = server(args[0], args[1], args[2:] == ["late"])
+        out = server(args[0], args[1], *args[2:3])
     elif role == "client":
         out = client(args[0], args[1])
     elif role == "connect":
