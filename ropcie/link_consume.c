@@ -444,7 +444,7 @@ int ropcie_lx_rx_thread(void *arg)
 }
 
 /*
- * At each beat, wake the workers of the QPs with WRITEs in flight: one
+ * At each beat, wake the workers of the QPs with requests in flight: one
  * posted from a poster's context did not wake its worker, which checks
  * the request timeout (ropcie_lx_reap()).
  */

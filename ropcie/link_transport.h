@@ -32,8 +32,9 @@
  *
  * A requester (a QP's worker) writes the fragments of a SEND or WRITE
  * into the peer's request ring, a slot each, and waits for the verdict;
- * WRITEs it may also post (up to ROPCIE_LX_POSTED in flight, taking
- * their verdicts in order later), and the peer refuses whatever follows
+ * WRITEs and SENDs it may also post (up to ROPCIE_LX_POSTED in flight,
+ * nothing behind a SEND, taking their verdicts in order later), and the
+ * peer refuses whatever follows
  * a failed message of the connection. Every descriptor and index the
  * peer wrote is copied out once and checked (wire.c) before use; what it
  * names (a connection, a key, a range) is checked by its owner here. A

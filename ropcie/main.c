@@ -70,12 +70,13 @@ static const struct kernel_param_ops ropcie_param_range_ops = {
 	MODULE_INFO(parm, #name ":" desc " [" #def "]")
 
 /*
- * A kernel poster's inline WRITE copies in its context, which may be
- * atomic: keep it short. A user QP's post may sleep, so on one host its
- * lone SEND or WRITE runs inline at any length unless this is 0.
+ * A kernel poster's inline WRITE (over a link, or SEND) copies in its
+ * context, which may be atomic: keep it short. A user QP's post may
+ * sleep, so on one host its lone SEND or WRITE runs inline at any length
+ * unless this is 0.
  */
 ROPCIE_UINT_PARAM(inline_max, 4096, 0, 65536,
-		  "Run an RDMA WRITE of at most this many bytes in the poster's context when the SQ is idle, 0..65536 (0: never, and no user QP's SEND either)");
+		  "Run an RDMA WRITE (over a link, or SEND) of at most this many bytes in the poster's context when the SQ is idle, 0..65536 (0: never, and no user QP's SEND either)");
 
 /* A WRITE served in the doorbell's bottom half copies there: keep it short. */
 ROPCIE_UINT_PARAM(irq_serve_max, 4096, 0, 65536,

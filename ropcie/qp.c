@@ -349,8 +349,8 @@ static void ropcie_sq_reap(struct ropcie_qp *qp)
 }
 
 /*
- * Drop the posted WRITEs, as the SQ's owner, when the queue they belong
- * to is flushed or emptied: their verdicts name no entry any more.
+ * Drop the posted requests, as the SQ's owner, when the queue they
+ * belong to is flushed or emptied: their verdicts name no entry any more.
  */
 static void ropcie_sq_forget_posted(struct ropcie_qp *qp)
 {

@@ -984,8 +984,8 @@ static void rt_wrong_state(void)
 	struct ib_cq *cq = NULL;
 	struct ib_qp *qp = NULL;
 	struct rt_pair *p;
-	int s_reset, r_reset, s_init, r_init;
-	char why[112];
+	int s_reset, r_reset, s_init, r_init, to_reset;
+	char why[128];
 
 	/* Only for the device: make a pair, keep nothing of it. */
 	p = rt_pair_create();
@@ -1009,14 +1009,14 @@ static void rt_wrong_state(void)
 	}
 	s_init = ib_post_send(qp, &swr, &bad_s);
 	r_init = ib_post_recv(qp, &rwr, &bad_r);
-	ib_modify_qp(qp, &qa, IB_QP_STATE);
+	to_reset = ib_modify_qp(qp, &qa, IB_QP_STATE);
 	s_reset = ib_post_send(qp, &swr, &bad_s);
 	r_reset = ib_post_recv(qp, &rwr, &bad_r);
-	if (s_init != -EINVAL || r_init || s_reset != -EINVAL ||
+	if (s_init != -EINVAL || r_init || to_reset || s_reset != -EINVAL ||
 	    r_reset != -EINVAL) {
 		snprintf(why, sizeof(why),
-			 "new QP: send %d, recv %d; in RESET: send %d, recv %d",
-			 s_init, r_init, s_reset, r_reset);
+			 "new QP: send %d, recv %d; to RESET %d: send %d, recv %d",
+			 s_init, r_init, to_reset, s_reset, r_reset);
 		rt_result("post_in_wrong_state", 1, why);
 	} else {
 		rt_result("post_in_wrong_state", 0, NULL);

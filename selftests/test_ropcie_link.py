@@ -39,6 +39,7 @@ the reason.
 """
 
 import errno
+import json
 import os
 import re
 import socket
@@ -1373,19 +1374,22 @@ def test_busy_user_poller_gets_doorbells(hosts, started, capsys):
     assert sum(ceded.values()) >= 1, ceded
 
 
-# ibv_wc_status
+# ibv_wc_status, ibv_wc_opcode
 WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
+WC_SEND, WC_RDMA_WRITE = 0, 1
 
 
 @needs_connections
-def test_user_send_across_the_link_waits_for_a_late_receive(hosts, started):
+def test_user_send_across_the_link_waits_for_a_late_receive(hosts, started,
+                                                            profiling):
     """A user's SEND across the link to a QP with no receive posted yet:
-    it leaves without waiting for its verdict (posted, as a WRITE is),
-    the peer answers that it found no receive (rnr_answered moves
-    there), and the requester sends it again once the peer posts one:
-    it lands whole and completes, and the next SEND (lkey 0, the
-    kernel's DMA lkey) fails with LOC_PROT_ERR and flushes the peer's
-    second receive, as on one host."""
+    it leaves without waiting for its verdict (posted, as a WRITE is:
+    the profile here counts one request more sent than run to its
+    verdict), the peer answers that it found no receive (rnr_answered
+    moves there), and the requester sends it again, and once more when
+    the peer posts one: it lands whole and completes, and the next SEND
+    (lkey 0, the kernel's DMA lkey) fails with LOC_PROT_ERR and flushes
+    the peer's second receive, as on one host."""
     here, there = hosts
     here.wait_state("up", UP_TIMEOUT_S)
     there.wait_state("up", UP_TIMEOUT_S)
@@ -1412,6 +1416,53 @@ def test_user_send_across_the_link_waits_for_a_late_receive(hosts, started):
     assert out["first"]["status"] == WC_SUCCESS, out
     assert out["first"]["byte_len"] == 64 and out["data_ok"], out
     assert out["second"]["status"] == WC_WR_FLUSH_ERR, out
+    # Sent: the posted SEND, its second sending (which waits for the
+    # verdict) and the lkey 0 SEND; the last two ran to their verdicts.
+    stages, executed = ropcie.read_profile()
+    assert executed["worker"] + executed["inline"] == \
+        stages["exec"]["count"] + 1 == 3, (stages, executed)
+
+
+@needs_connections
+def test_nothing_lands_before_a_send_that_waits_for_a_receive(
+        hosts, started, tmp_path):
+    """A user posts a SEND and then a WRITE across the link to a QP with
+    no receive posted yet: the SEND is answered RNR (rnr_answered moves
+    there), and the WRITE behind it must not land before it (nothing is
+    posted behind a SEND): the sink is still zero when the receive is
+    posted, then the SEND lands, then the WRITE; both complete, in
+    order."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    topo = env.topology()
+    port = krping.next_port()
+    go = f"/tmp/krping-post-receives-{port}"
+    there.sh(f"rm -f {go}")
+    srv = uverbs_peer.start("ordered-server", topo.remote_addr, port, go,
+                            remote=SshRemote(topo.remote_args))
+    started.append(srv)
+    assert uverbs_peer.first_line(srv) == {"listening": True}
+    sink_file = tmp_path / "sink.json"
+    cli = uverbs_peer.start("send-write", topo.remote_addr, port, sink_file)
+    started.append(cli)
+    sink = uverbs_peer.first_line(srv)
+    assert set(sink) == {"addr", "rkey"}, sink
+    rnr0 = transport(there)["rnr_answered"]
+    (tmp_path / "sink.tmp").write_text(json.dumps(sink))
+    (tmp_path / "sink.tmp").rename(sink_file)
+    assert uverbs_peer.first_line(cli) == {"posted": True}
+    krping.wait_for(lambda: transport(there)["rnr_answered"] > rnr0,
+                    interval=0.1, what="the SEND answered: no receive")
+    there.sh(f"touch {go}")
+    res, out = uverbs_peer.result(cli), uverbs_peer.result(srv)
+    there.sh(f"rm -f {go}")
+    print(f"# client {res} | server {out}")
+    assert out == {"sink_written_before_the_receive": False,
+                   "recv": out["recv"], "recv_ok": True, "sink_ok": True}, out
+    assert out["recv"]["status"] == WC_SUCCESS, out
+    assert [(w["wr_id"], w["opcode"], w["status"]) for w in res["wcs"]] == \
+        [(1, WC_SEND, WC_SUCCESS), (2, WC_RDMA_WRITE, WC_SUCCESS)], res
 
 
 BW_COUNT = 20

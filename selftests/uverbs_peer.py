@@ -16,6 +16,19 @@ usage:
                                       say so on stdout, then the same
                                       bytes with lkey 0 (the kernel's DMA
                                       lkey); report both completions
+  uverbs_peer.py ordered-server ADDR PORT FILE
+                                      accept one connection; print the
+                                      address and rkey of a zeroed sink
+                                      MR; once FILE exists, report
+                                      whether the sink was written, post
+                                      a receive, report its completion,
+                                      then whether the receive and the
+                                      sink got the pattern
+  uverbs_peer.py send-write ADDR PORT FILE
+                                      connect; once FILE holds the sink's
+                                      address and rkey (JSON), post a
+                                      SEND and a WRITE to the sink, say
+                                      so, report both completions
   uverbs_peer.py connect ADDR PORT [QPN]
                                       rdma_connect naming QP number QPN
                                       (not ours), or a QP of our own:
@@ -64,7 +77,7 @@ from pyverbs.wr import RecvWR, SendWR, SGE
 
 SIZE = 64
 PATTERN = bytes(range(SIZE))
-POLL_S = 10.0
+POLL_S = 30.0
 
 
 def resources(ctx):
@@ -180,6 +193,49 @@ def stream_client(addr, port, n):
     return {"sent": sent, "failed_posts": failed, "bad": bad[:4]}
 
 
+def ordered_server(addr, port, go):
+    lid, cid = first_request(addr, port)
+    pd, cq, qp, mr = resources(cid.context)
+    sink = MR(pd, SIZE, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
+    sink.write(bytes(SIZE), SIZE)
+    to_init(cid, qp)
+    cid.accept(ConnParam(qp_num=qp.qp_num))
+    print(json.dumps({"addr": sink.buf, "rkey": sink.rkey}), flush=True)
+    wait_for_file(go)
+    early = sink.read(SIZE, 0) != bytes(SIZE)
+    qp.post_recv(RecvWR(wr_id=0, num_sge=1, sg=[SGE(mr.buf, SIZE, mr.lkey)]))
+    recv = poll_one(cq)
+    end = time.monotonic() + POLL_S
+    while sink.read(SIZE, 0) != PATTERN and time.monotonic() < end:
+        time.sleep(0.001)
+    return {"sink_written_before_the_receive": early, "recv": recv,
+            "recv_ok": mr.read(SIZE, 0) == PATTERN,
+            "sink_ok": sink.read(SIZE, 0) == PATTERN}
+
+
+def send_write(addr, port, sink_file):
+    cid = CMID(creator=AddrInfo(dst=addr, dst_service=port,
+                                port_space=ce.RDMA_PS_TCP))
+    pd, cq, qp, mr = resources(cid.context)
+    to_init(cid, qp)
+    cid.connect(ConnParam(qp_num=qp.qp_num, rnr_retry=7))
+    mr.write(PATTERN, SIZE)
+    wait_for_file(sink_file)
+    with open(sink_file) as f:
+        sink = json.load(f)
+    send = SendWR(wr_id=1, opcode=e.IBV_WR_SEND, num_sge=1,
+                  sg=[SGE(mr.buf, SIZE, mr.lkey)],
+                  send_flags=e.IBV_SEND_SIGNALED)
+    write = SendWR(wr_id=2, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                   sg=[SGE(mr.buf, SIZE, mr.lkey)],
+                   send_flags=e.IBV_SEND_SIGNALED)
+    write.set_wr_rdma(sink["rkey"], sink["addr"])
+    qp.post_send(send)
+    qp.post_send(write)
+    print(json.dumps({"posted": True}), flush=True)
+    return {"wcs": [poll_one(cq), poll_one(cq)]}
+
+
 def outcome(verb):
     """"ok" when verb() succeeds, else the errno's name."""
     try:
@@ -206,8 +262,11 @@ def first_request(addr, port):
 
 
 def wait_for_file(path):
+    """Until path exists; exit 1 after POLL_S without it."""
     end = time.monotonic() + POLL_S
-    while not os.path.exists(path) and time.monotonic() < end:
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            sys.exit(f"{path} did not appear in {POLL_S} s")
         time.sleep(0.01)
 
 
@@ -322,6 +381,10 @@ def main():
         out = server(args[0], args[1], *args[2:3])
     elif role == "client":
         out = client(args[0], args[1])
+    elif role == "ordered-server":
+        out = ordered_server(args[0], args[1], args[2])
+    elif role == "send-write":
+        out = send_write(args[0], args[1], args[2])
     elif role == "connect":
         out = connect(args[0], args[1], *map(int, args[2:3]))
     elif role == "accept":
