@@ -26,3 +26,40 @@ def test_a_kernel_fault_is_a_bug():
     assert krping.kernel_bug_lines(["BUG: traps: x"]) == ["BUG: traps: x"]
     assert krping.kernel_bug_lines(["WARNING: CPU: 0 PID: 7 at x"]) == \
         ["WARNING: CPU: 0 PID: 7 at x"]
+
+
+# rxe's own race (patch 0007), as the newest kernel reported it.
+RXE_RACE = [
+    "------------[ cut here ]------------",
+    "WARNING: drivers/infiniband/sw/rxe/rxe_task.c:249 at "
+    "rxe_sched_task+0x9b/0xa0 [rdma_rxe], CPU#1: kworker/u8:0/12",
+    "Modules linked in: rdma_rxe ip6_udp_tunnel udp_tunnel rdma_krping(OE)",
+    "RIP: 0010:rxe_sched_task+0x97/0xa0 [rdma_rxe]",
+    "Call Trace:",
+    " <TASK>",
+    " rxe_xmit_packet+0x16b/0x320 [rdma_rxe]",
+    " rxe_requester+0x8db/0x12f0 [rdma_rxe]",
+    " </TASK>",
+    "---[ end trace 0000000000000000 ]---",
+]
+
+
+def test_rxes_own_race_is_no_bug_of_ours():
+    """Both warnings of the race, one after the other, as dmesg has them
+    too (time stamps): nothing."""
+    twice = RXE_RACE + [RXE_RACE[1].replace(":249 ", ":38 ")] + RXE_RACE[2:]
+    assert krping.kernel_bug_lines(twice) == []
+    assert krping.kernel_bug_lines(["[  12.5] " + l for l in twice]) == []
+
+
+def test_a_bug_after_rxes_race_still_counts():
+    """What follows the race's trace is judged again; a splat that
+    begins before its end (a new cut) is too; another warning of rxe's
+    is a bug."""
+    after = RXE_RACE + [KERNEL_GPF]
+    assert krping.kernel_bug_lines(after) == [KERNEL_GPF]
+    cut = RXE_RACE[:5] + ["------------[ cut here ]------------",
+                          KERNEL_GPF]
+    assert krping.kernel_bug_lines(cut) == [KERNEL_GPF]
+    other = "WARNING: drivers/infiniband/sw/rxe/rxe_qp.c:1 at rxe_qp_x+0x1"
+    assert krping.kernel_bug_lines([other]) == [other]
