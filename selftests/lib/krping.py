@@ -921,24 +921,33 @@ WARN_ALLOC = (": page allocation failure: ", ": vmalloc error: ")
 # rxe scheduling the task of a QP whose last reference is gone: a packet
 # over rxe's loopback to a QP being destroyed. A bug of rxe's own
 # (Documentation/testing.rst, patch 0007, which the debug kernel
-# carries); kernels from 6.9 warn where 6.12 reads freed memory
-# silently. Its report, up to the end of its trace, is not a bug here;
-# anything else is.
+# carries), in the format of the 7.x kernels (the newest stage); 6.12's
+# "WARNING: CPU: n PID: n at ..." stays a bug. Its report is not a bug
+# here, up to the end of its trace, a new report's first line, or
+# RXE_RACE_LINES lines; anything else is.
 RXE_SCHED_RACE = re.compile(
-    r"WARNING: .*drivers/infiniband/sw/rxe/rxe_task\.c:\d+ at rxe_sched_task")
+    r"WARNING: drivers/infiniband/sw/rxe/rxe_task\.c:\d+ at rxe_sched_task")
 SPLAT_END = ("---[ end trace", "[ cut here ]")
+RXE_RACE_LINES = 80
 
 
 def kernel_bug_lines(lines):
     bad = []
-    walloc = rxe_race = False
+    walloc = False
+    rxe_race = 0        # lines of the race's report still to skip
     for l in lines:
         if RXE_SCHED_RACE.search(l):
-            rxe_race = True
+            rxe_race = RXE_RACE_LINES
             continue
         if rxe_race:
-            rxe_race = not any(m in l for m in SPLAT_END)
-            continue
+            rxe_race -= 1
+            if any(m in l for m in SPLAT_END):
+                rxe_race = 0
+                continue
+            if not any(m in l for m in KERNEL_BUG_MARKERS
+                       if m != "Call Trace:"):
+                continue
+            rxe_race = 0
         if any(m in l for m in WARN_ALLOC):
             walloc = True
         if walloc and "Call Trace:" in l:

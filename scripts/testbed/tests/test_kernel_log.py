@@ -63,3 +63,18 @@ def test_a_bug_after_rxes_race_still_counts():
     assert krping.kernel_bug_lines(cut) == [KERNEL_GPF]
     other = "WARNING: drivers/infiniband/sw/rxe/rxe_qp.c:1 at rxe_qp_x+0x1"
     assert krping.kernel_bug_lines([other]) == [other]
+
+
+def test_a_report_inside_rxes_race_still_counts():
+    """Another CPU's report printed inside the race's trace (an oops has
+    no cut line) is a bug, and so is what follows a trace that never
+    ends; 6.12's format of the warning is not the newest kernel's and
+    stays a bug."""
+    oops = "BUG: unable to handle page fault for address: 0000000000000008"
+    inside = RXE_RACE[:5] + [oops, "Call Trace:"] + RXE_RACE[5:]
+    assert krping.kernel_bug_lines(inside) == [oops, "Call Trace:"]
+    cut_short = RXE_RACE[:6] + [" frame+0x1/0x2"] * 80 + [KERNEL_GPF]
+    assert krping.kernel_bug_lines(cut_short) == [KERNEL_GPF]
+    old = ("WARNING: CPU: 1 PID: 12 at drivers/infiniband/sw/rxe/"
+           "rxe_task.c:249 rxe_sched_task+0x9b/0xa0 [rdma_rxe]")
+    assert krping.kernel_bug_lines([old]) == [old]
