@@ -23,6 +23,37 @@ static u32 ropcie_read_inv_key(const struct ropcie_sqe *sqe)
 	return sqe->inv_rkey;
 }
 
+/*
+ * The request of @sqe, a SEND, WRITE or READ, without its length.
+ * Return: false for another opcode.
+ */
+static bool ropcie_req_of(const struct ropcie_sqe *sqe, struct ropcie_req *req)
+{
+	*req = (struct ropcie_req){
+		.rkey = sqe->rkey,
+		.remote_addr = sqe->remote_addr,
+		.solicited = !!(sqe->send_flags & IB_SEND_SOLICITED),
+	};
+	switch (sqe->opcode) {
+	case IB_WR_SEND:
+		req->op = ROPCIE_OP_SEND;
+		return true;
+	case IB_WR_SEND_WITH_INV:
+		req->op = ROPCIE_OP_SEND_INV;
+		req->inv_rkey = sqe->inv_rkey;
+		return true;
+	case IB_WR_RDMA_WRITE:
+		req->op = ROPCIE_OP_WRITE;
+		return true;
+	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
+		req->op = ROPCIE_OP_READ;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /**
  * ropcie_request() - run a SEND, WRITE or READ of @qp's send queue
  * @qp: the requester
@@ -37,36 +68,17 @@ static u32 ropcie_read_inv_key(const struct ropcie_sqe *sqe)
 int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 		   struct ib_wc *wc, bool may_sleep, u64 t_start)
 {
-	struct ropcie_req req = {
-		.rkey = sqe->rkey,
-		.remote_addr = sqe->remote_addr,
-		.solicited = !!(sqe->send_flags & IB_SEND_SOLICITED),
-		.t_start = t_start,
-	};
 	const struct ropcie_transport_ops *transport;
 	struct ropcie_segs local;
+	struct ropcie_req req;
 	enum ib_wc_status st;
 	int ret;
 
-	switch (sqe->opcode) {
-	case IB_WR_SEND:
-		req.op = ROPCIE_OP_SEND;
-		break;
-	case IB_WR_SEND_WITH_INV:
-		req.op = ROPCIE_OP_SEND_INV;
-		req.inv_rkey = sqe->inv_rkey;
-		break;
-	case IB_WR_RDMA_WRITE:
-		req.op = ROPCIE_OP_WRITE;
-		break;
-	case IB_WR_RDMA_READ:
-	case IB_WR_RDMA_READ_WITH_INV:
-		req.op = ROPCIE_OP_READ;
-		break;
-	default:
+	if (!ropcie_req_of(sqe, &req)) {
 		wc->status = IB_WC_LOC_QP_OP_ERR;
 		return 0;
 	}
+	req.t_start = t_start;
 	/* On iWARP, a READ sink is written by the peer: local write access. */
 	st = ropcie_segs_get(qp, sqe->sge, sqe->num_sge,
 			     req.op == ROPCIE_OP_READ, &local);
@@ -112,29 +124,12 @@ int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 			bool may_sleep)
 {
 	const struct ropcie_transport_ops *transport = READ_ONCE(qp->transport);
-	struct ropcie_req req = {
-		.rkey = sqe->rkey,
-		.remote_addr = sqe->remote_addr,
-		.solicited = !!(sqe->send_flags & IB_SEND_SOLICITED),
-	};
 	struct ropcie_segs local;
+	struct ropcie_req req;
 	int ret;
 
-	switch (sqe->opcode) {
-	case IB_WR_RDMA_WRITE:
-		req.op = ROPCIE_OP_WRITE;
-		break;
-	case IB_WR_SEND:
-		req.op = ROPCIE_OP_SEND;
-		break;
-	case IB_WR_SEND_WITH_INV:
-		req.op = ROPCIE_OP_SEND_INV;
-		req.inv_rkey = sqe->inv_rkey;
-		break;
-	default:
-		return -EOPNOTSUPP;
-	}
-	if (!transport->post)
+	if (!transport->post || !ropcie_req_of(sqe, &req) ||
+	    req.op == ROPCIE_OP_READ)
 		return -EOPNOTSUPP;
 	if (ropcie_segs_get(qp, sqe->sge, sqe->num_sge, false, &local) !=
 	    IB_WC_SUCCESS)

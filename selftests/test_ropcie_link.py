@@ -1379,6 +1379,32 @@ WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
 WC_SEND, WC_RDMA_WRITE = 0, 1
 
 
+def late_receiver(hosts, started, role):
+    """uverbs_peer.py ROLE on the other host, listening, which posts its
+    receives only once the file go exists there: (its process, its
+    address, port, go)."""
+    here, there = hosts
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    topo = env.topology()
+    port = krping.next_port()
+    go = f"/tmp/krping-post-receives-{port}"
+    there.sh(f"rm -f {go}")
+    srv = uverbs_peer.start(role, topo.remote_addr, port, go,
+                            remote=SshRemote(topo.remote_args))
+    started.append(srv)
+    assert uverbs_peer.first_line(srv) == {"listening": True}
+    return srv, topo.remote_addr, port, go
+
+
+def post_receives_after_rnr(there, rnr0, go):
+    """Once there answered a SEND "no receive" (rnr_answered past rnr0),
+    let the late receiver post its receives."""
+    krping.wait_for(lambda: transport(there)["rnr_answered"] > rnr0,
+                    interval=0.1, what="the SEND answered: no receive")
+    there.sh(f"touch {go}")
+
+
 @needs_connections
 def test_user_send_across_the_link_waits_for_a_late_receive(hosts, started,
                                                             profiling):
@@ -1390,26 +1416,14 @@ def test_user_send_across_the_link_waits_for_a_late_receive(hosts, started,
     the peer posts one: it lands whole and completes, and the next SEND
     (lkey 0, the kernel's DMA lkey) fails with LOC_PROT_ERR and flushes
     the peer's second receive, as on one host."""
-    here, there = hosts
-    here.wait_state("up", UP_TIMEOUT_S)
-    there.wait_state("up", UP_TIMEOUT_S)
-    topo = env.topology()
-    port = krping.next_port()
-    go = f"/tmp/krping-post-receives-{port}"
-    there.sh(f"rm -f {go}")
-    srv = uverbs_peer.start("server", topo.remote_addr, port, go,
-                            remote=SshRemote(topo.remote_args))
-    started.append(srv)
-    assert uverbs_peer.first_line(srv) == {"listening": True}
+    there = hosts[1]
+    srv, addr, port, go = late_receiver(hosts, started, "server")
     rnr0 = transport(there)["rnr_answered"]
-    cli = uverbs_peer.start("client", topo.remote_addr, port)
+    cli = uverbs_peer.start("client", addr, port)
     started.append(cli)
     assert uverbs_peer.first_line(cli) == {"posted": "mr_lkey"}
-    krping.wait_for(lambda: transport(there)["rnr_answered"] > rnr0,
-                    interval=0.1, what="the SEND answered: no receive")
-    there.sh(f"touch {go}")
+    post_receives_after_rnr(there, rnr0, go)
     res, out = uverbs_peer.result(cli), uverbs_peer.result(srv)
-    there.sh(f"rm -f {go}")
     print(f"# client {res} | server {out}")
     assert res["mr_lkey"]["status"] == WC_SUCCESS, res
     assert res["dma_lkey"]["status"] == WC_LOC_PROT_ERR, res
@@ -1432,19 +1446,10 @@ def test_nothing_lands_before_a_send_that_waits_for_a_receive(
     posted behind a SEND): the sink is still zero when the receive is
     posted, then the SEND lands, then the WRITE; both complete, in
     order."""
-    here, there = hosts
-    here.wait_state("up", UP_TIMEOUT_S)
-    there.wait_state("up", UP_TIMEOUT_S)
-    topo = env.topology()
-    port = krping.next_port()
-    go = f"/tmp/krping-post-receives-{port}"
-    there.sh(f"rm -f {go}")
-    srv = uverbs_peer.start("ordered-server", topo.remote_addr, port, go,
-                            remote=SshRemote(topo.remote_args))
-    started.append(srv)
-    assert uverbs_peer.first_line(srv) == {"listening": True}
+    there = hosts[1]
+    srv, addr, port, go = late_receiver(hosts, started, "ordered-server")
     sink_file = tmp_path / "sink.json"
-    cli = uverbs_peer.start("send-write", topo.remote_addr, port, sink_file)
+    cli = uverbs_peer.start("send-write", addr, port, sink_file)
     started.append(cli)
     sink = uverbs_peer.first_line(srv)
     assert set(sink) == {"addr", "rkey"}, sink
@@ -1452,11 +1457,8 @@ def test_nothing_lands_before_a_send_that_waits_for_a_receive(
     (tmp_path / "sink.tmp").write_text(json.dumps(sink))
     (tmp_path / "sink.tmp").rename(sink_file)
     assert uverbs_peer.first_line(cli) == {"posted": True}
-    krping.wait_for(lambda: transport(there)["rnr_answered"] > rnr0,
-                    interval=0.1, what="the SEND answered: no receive")
-    there.sh(f"touch {go}")
+    post_receives_after_rnr(there, rnr0, go)
     res, out = uverbs_peer.result(cli), uverbs_peer.result(srv)
-    there.sh(f"rm -f {go}")
     print(f"# client {res} | server {out}")
     assert out == {"sink_written_before_the_receive": False,
                    "recv": out["recv"], "recv_ok": True, "sink_ok": True}, out
