@@ -333,28 +333,74 @@ struct krping_run {
 	struct ib_cqe probe_cqe;
 };
 
-/* conn.c */
+/* Every message krping sends with SEND: struct krping_rdma_info. */
+#define KRPING_MSG_SIZE			sizeof(struct krping_rdma_info)
+/* After our disconnect, how long flushed work may take to come back. */
+#define KRPING_FLUSH_TIMEOUT		(5 * HZ)
+/*
+ * Connection requests a listener may hold before it takes them. On
+ * iWARP it is the TCP listener's backlog, and siw also sizes the
+ * listener's pool of accept work by it, two items short of what a burst
+ * of connections needs (fixed by the test bed's siw patch 0006): with
+ * 1, a few TCP connections that open and close at once (a port scan)
+ * use up the pool and a real client behind them is never accepted.
+ * rping listens with 3.
+ */
+#define KRPING_LISTEN_BACKLOG		8
+
+static inline const char *krping_run_name(const struct krping_run *run)
+{
+	return config_item_name(&run->sess->item);
+}
+
+/* wait.c */
+void krping_wait_init(struct krping_run *run);
+void krping_wake(struct krping_run *run);
+void krping_fail(struct krping_run *run, int err);
+bool krping_broken(const struct krping_run *run);
+bool krping_should_stop(const struct krping_run *run);
+bool krping_told_to_stop(const struct krping_run *run);
+int krping_wait_result(const struct krping_run *run, int wait_ret);
+int krping_wait_cm_verdict(struct krping_run *run);
+int krping_wait_cm(struct krping_run *run, int milestone);
+void krping_run_state(struct krping_run *run, int state);
+int krping_check(struct krping_run *run);
+int krping_wait_count(struct krping_run *run, const atomic64_t *counter,
+		      u64 target);
+int krping_wait_disconnect(struct krping_run *run, unsigned long timeout);
+
+/* cm.c */
 #ifdef CONFIG_FAULT_INJECTION
 void krping_handoff_delay(void);
 #else
 static inline void krping_handoff_delay(void) { }
 #endif
-void krping_run_init(struct krping_run *run, struct krping_session *sess,
-		     const struct krping_options *opts);
-int krping_listen(struct krping_group *grp);
-void krping_group_fail(struct krping_group *grp, int err);
-int krping_group_barrier(struct krping_run *run);
-void krping_run_state(struct krping_run *run, int state);
-bool krping_should_stop(const struct krping_run *run);
+int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+const struct krping_hello *krping_hello_of(const struct rdma_cm_event *ev);
+void krping_take_hello(struct krping_run *run,
+		       const struct rdma_cm_event *ev,
+		       const struct krping_hello *hello);
+u32 krping_hello_qps(const struct krping_hello *hello);
+void krping_set_port(struct sockaddr_storage *ss, u16 port);
 int krping_connect(struct krping_run *run);
 int krping_accept(struct krping_run *run);
-void krping_teardown(struct krping_run *run);
 void krping_destroy_id(struct rdma_cm_id *id);
-int krping_wait_count(struct krping_run *run, const atomic64_t *counter,
-		      u64 target);
-int krping_check(struct krping_run *run);
-void krping_wake(struct krping_run *run);
-void krping_fail(struct krping_run *run, int err);
+
+/* group.c */
+int krping_listen(struct krping_group *grp);
+int krping_group_barrier(struct krping_run *run);
+
+/* resources.c */
+void krping_run_init(struct krping_run *run, struct krping_session *sess,
+		     const struct krping_options *opts);
+int krping_setup(struct krping_run *run, struct rdma_cm_id *id);
+int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
+		    struct krping_buf *b);
+bool krping_server_registers(const struct krping_run *run, bool read);
+void krping_teardown(struct krping_run *run);
+
+/* run.c */
+void krping_group_fail(struct krping_group *grp, int err);
 
 /**
  * krping_conn_errno() - a run's errno as its session reports it
@@ -372,11 +418,9 @@ static inline int krping_conn_errno(int err)
 	return err == -ENOTCONN ? -ECONNRESET : err;
 }
 
+/* post.c */
+void krping_post_init(struct krping_run *run);
 bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what);
-int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
-		    struct krping_buf *b);
-int krping_wait_disconnect(struct krping_run *run, unsigned long timeout);
-bool krping_server_registers(const struct krping_run *run, bool read);
 int krping_post_recv(struct krping_run *run);
 int krping_post_fin(struct krping_run *run);
 void krping_count_send(struct krping_run *run);

@@ -9,10 +9,10 @@ is put back together after each fault (netdev up, device re-created if
 needed, a fresh pair runs there) so later tests find it as it was.
 
 What each test proves: the sessions end (failed, with an errno of a
-small documented set: see krping/conn.c) within FAULT_MAX seconds,
-their counters stay consistent, and afterwards nothing of the run is
-left: no session directory, no krping kthread, no QP, CQ, PD, MR or
-cm_id of krping in `rdma resource show`.
+small documented set: see krping/wait.c and krping/resources.c) within
+FAULT_MAX seconds, their counters stay consistent, and afterwards
+nothing of the run is left: no session directory, no krping kthread,
+no QP, CQ, PD, MR or cm_id of krping in `rdma resource show`.
 
 test_lifecycle.py already covers rmdir/stop of either side of a running
 pair (test_peer_vanishes_mid_run, test_rmdir_running_server, ...) and
@@ -40,7 +40,8 @@ FAULT_MAX = 90.0 if krping.SLOW else 30.0
 STOP_MAX = 20.0
 
 E = errno
-# What krping/conn.c reports when the peer or the device goes away:
+# What krping/wait.c and krping/resources.c report when the peer or the
+# device goes away:
 # DISCONNECTED or a flushed completion -> ECONNRESET, DEVICE_REMOVAL ->
 # ENODEV, the port going down -> ENETDOWN, a work completion error ->
 # EIO / ETIMEDOUT (retries exceeded).
