@@ -170,6 +170,10 @@ static const struct ropcie_wire_msg valid_msgs[] = {
 	{ .type = ROPCIE_WIRE_CLOSE, .dst_qpn = 3, .src_qpn = 2 },	/* 12 */
 	{ .type = ROPCIE_WIRE_STREAM, .flags = ROPCIE_WIRE_LAST, .len = 8,
 	  .msg_len = 126984, .offset = 126976 },			/* 13 */
+	{ .type = ROPCIE_WIRE_ACK, .flags = ROPCIE_WIRE_CREDIT, .dst_qpn = 3,
+	  .src_qpn = 2, .msn = 7, .credit = U32_MAX },			/* 14 */
+	{ .type = ROPCIE_WIRE_RNR, .flags = ROPCIE_WIRE_CREDIT, .dst_qpn = 3,
+	  .src_qpn = 2, .msn = 7 },					/* 15 */
 };
 
 static enum ropcie_wire_ring ring_of(const struct ropcie_wire_msg *m)
@@ -212,7 +216,7 @@ SPOIL(type_ff, d->type = 0xff)
 SPOIL(none, (void)d)
 SPOIL(flag8, d->flags |= 0x08)
 SPOIL(flag80, d->flags |= 0x80)
-SPOIL(rsvd0, d->reserved0 = cpu_to_le32(1))
+SPOIL(credit, d->credit = cpu_to_le32(1))
 SPOIL(rsvd1, d->reserved1 = cpu_to_le64(1ULL << 63))
 SPOIL(dst_qpn, d->dst_qpn = cpu_to_le32(ROPCIE_WIRE_MAX_QPN + 1))
 SPOIL(src_qpn, d->src_qpn = cpu_to_le32(U32_MAX))
@@ -238,6 +242,7 @@ SPOIL(read_offset, d->offset = cpu_to_le64(4096))
 SPOIL(some_len, d->len = cpu_to_le32(1))
 SPOIL(some_msg, d->msg_len = cpu_to_le64(1))
 SPOIL(some_flags, d->flags = ROPCIE_WIRE_FIRST)
+SPOIL(some_flags_too, d->flags |= ROPCIE_WIRE_FIRST)
 SPOIL(cm_qpn, d->dst_qpn = cpu_to_le32(2))
 SPOIL(cm_split, d->msg_len = cpu_to_le64(1024);
 	      d->flags &= ~ROPCIE_WIRE_LAST)
@@ -258,9 +263,15 @@ static const struct hostile_case hostile[] = {
 	{ "READ in the response ring", 5, ROPCIE_WIRE_RSP, spoil_none },
 	{ "ACK in the request ring", 8, ROPCIE_WIRE_REQ, spoil_none },
 	{ "READ_DATA in the request ring", 10, ROPCIE_WIRE_REQ, spoil_none },
-	{ "unknown flag 0x08", 0, ROPCIE_WIRE_REQ, spoil_flag8 },
+	{ "CREDIT on a SEND", 0, ROPCIE_WIRE_REQ, spoil_flag8 },
+	{ "CREDIT on RECV_POSTED", 6, ROPCIE_WIRE_REQ, spoil_flag8 },
+	{ "CREDIT on READ_DATA", 10, ROPCIE_WIRE_RSP, spoil_flag8 },
+	{ "CREDIT on CLOSE", 12, ROPCIE_WIRE_RSP, spoil_flag8 },
 	{ "unknown flag 0x80", 8, ROPCIE_WIRE_RSP, spoil_flag80 },
-	{ "reserved0 set", 3, ROPCIE_WIRE_REQ, spoil_rsvd0 },
+	{ "credit on a WRITE", 3, ROPCIE_WIRE_REQ, spoil_credit },
+	{ "credit on an ACK without CREDIT", 8, ROPCIE_WIRE_RSP, spoil_credit },
+	{ "credit on an RNR without CREDIT", 11, ROPCIE_WIRE_RSP, spoil_credit },
+	{ "CREDIT with FIRST on an ACK", 14, ROPCIE_WIRE_RSP, spoil_some_flags_too },
 	{ "reserved1 set", 8, ROPCIE_WIRE_RSP, spoil_rsvd1 },
 	{ "dst_qpn beyond 24 bits", 3, ROPCIE_WIRE_REQ, spoil_dst_qpn },
 	{ "src_qpn beyond 24 bits", 8, ROPCIE_WIRE_RSP, spoil_src_qpn },
@@ -332,6 +343,16 @@ static void ropcie_wire_test_hostile(struct kunit *test)
 	}
 }
 
+static bool answer(const struct ropcie_wire_msg *m)
+{
+	return m->type == ROPCIE_WIRE_ACK || m->type == ROPCIE_WIRE_RNR;
+}
+
+static bool credited(const struct ropcie_wire_msg *m)
+{
+	return m->flags & ROPCIE_WIRE_CREDIT;
+}
+
 /*
  * Every byte of every valid descriptor set to each of a few values:
  * decode may accept the result (it may still be a valid message), but
@@ -340,7 +361,9 @@ static void ropcie_wire_test_hostile(struct kunit *test)
  */
 static void ropcie_wire_test_byte_sweep(struct kunit *test)
 {
-	static const u8 values[] = { 0x00, 0x01, 0x02, 0x04, 0x7f, 0x80, 0xff };
+	static const u8 values[] = {
+		0x00, 0x01, 0x02, 0x04, 0x08, 0x7f, 0x80, 0xff
+	};
 	unsigned int accepted = 0, refused = 0;
 	struct ropcie_wire_desc d;
 	struct ropcie_wire_msg m;
@@ -370,6 +393,11 @@ static void ropcie_wire_test_byte_sweep(struct kunit *test)
 							ROPCIE_WIRE_MAX_QPN);
 					KUNIT_EXPECT_LE(test, m.status,
 							ROPCIE_WIRE_STATUS_MAX);
+					/* Only an answer carries a credit. */
+					if (m.credit || (m.flags & ROPCIE_WIRE_CREDIT))
+						KUNIT_EXPECT_TRUE(test, answer(&m));
+					if (m.credit)
+						KUNIT_EXPECT_TRUE(test, credited(&m));
 				}
 			}
 		}

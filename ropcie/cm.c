@@ -506,6 +506,9 @@ static int ropcie_link_connect(struct ropcie_creq *creq,
 	qp->lx.gen = creq->gen;
 	qp->lx.conn = conn;
 	qp->lx.peer_conn = 0;
+	qp->lx.sends = 0;
+	qp->lx.peer_recvs = 0;
+	qp->lx.rq_base = READ_ONCE(qp->rq.tail);
 	qp->lx.close_msg = msg;
 	creq->conn = conn;
 	msg = NULL;
@@ -661,6 +664,9 @@ static int ropcie_link_accept(struct iw_cm_id *cm_id,
 	pqp->lx.gen = creq->gen;
 	pqp->lx.conn = conn;
 	pqp->lx.peer_conn = creq->peer_conn;
+	pqp->lx.sends = 0;
+	pqp->lx.peer_recvs = 0;
+	pqp->lx.rq_base = READ_ONCE(pqp->rq.tail);
 	pqp->lx.close_msg = msg;
 	pqp->cm_id = cm_id;
 	cm_id->add_ref(cm_id);

@@ -251,10 +251,25 @@ int ropcie_lx_tx_commit(struct ropcie_lx_tx *tx,
 }
 
 /*
- * A response without payload: ACK or RNR for message @msn. In *@slot
- * when the caller took one already (the doorbell's fast path; it is used
- * up and set to NULL), else in one taken here, waiting for room.
+ * A response without payload (@m: ACK, RNR or CLOSE). In *@slot when the
+ * caller took one already (the doorbell's fast path; it is used up and
+ * set to NULL), else in one taken here, waiting for room.
  */
+void ropcie_lx_answer_msg(struct ropcie_xport *x, u32 gen,
+			  struct ropcie_lx_tx **slot,
+			  const struct ropcie_wire_msg *m)
+{
+	struct ropcie_lx_tx tx;
+
+	if (slot && *slot) {
+		ropcie_lx_tx_commit(*slot, m);
+		*slot = NULL;
+	} else if (!ropcie_lx_tx_begin(x, ROPCIE_WIRE_RSP, gen, &tx)) {
+		ropcie_lx_tx_commit(&tx, m);
+	}
+}
+
+/* ropcie_lx_answer_msg() of @type for message @msn, without a credit. */
 void ropcie_lx_answer(struct ropcie_xport *x, u32 gen,
 		      struct ropcie_lx_tx **slot,
 		      enum ropcie_wire_type type, u32 dst, u32 src,
@@ -267,14 +282,8 @@ void ropcie_lx_answer(struct ropcie_xport *x, u32 gen,
 		.src_qpn = src,
 		.msn = msn,
 	};
-	struct ropcie_lx_tx tx;
 
-	if (slot && *slot) {
-		ropcie_lx_tx_commit(*slot, &m);
-		*slot = NULL;
-	} else if (!ropcie_lx_tx_begin(x, ROPCIE_WIRE_RSP, gen, &tx)) {
-		ropcie_lx_tx_commit(&tx, &m);
-	}
+	ropcie_lx_answer_msg(x, gen, slot, &m);
 }
 
 /**

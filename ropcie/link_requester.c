@@ -2,9 +2,10 @@
 /*
  * ropcie link transport: the requester. A QP's worker writes the
  * fragments of a SEND or WRITE into the peer's request ring, a slot
- * each, or asks for a READ, and waits for the verdict; WRITEs, and a
- * SEND behind them, it may also post (up to ROPCIE_LX_POSTED in flight)
- * and take their verdicts in order later.
+ * each, or asks for a READ, and waits for the verdict; WRITEs and SENDs
+ * it may also post (up to ROPCIE_LX_POSTED in flight, nothing behind a
+ * SEND the peer's credit does not cover) and take their verdicts in
+ * order later.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -127,6 +128,10 @@ static int ropcie_lx_transfer(struct ropcie_qp *qp,
 	w.status = IB_WC_WR_FLUSH_ERR;
 	mutex_lock(&qp->lx.wait_lock);
 	qp->lx.wait = &w;
+	/* A SEND sent again after RNR was counted when first posted. */
+	if ((req->op == ROPCIE_OP_SEND || req->op == ROPCIE_OP_SEND_INV) &&
+	    !qp->sq_resend)
+		qp->lx.sends++;
 	mutex_unlock(&qp->lx.wait_lock);
 
 	m.msn = w.msn;
@@ -246,7 +251,11 @@ ropcie_lx_posted_add(struct ropcie_qp_lx *lx, const struct ropcie_wire_msg *m)
 		.status = IB_WC_WR_FLUSH_ERR,
 		.send = m->type != ROPCIE_WIRE_WRITE,
 	};
-	lx->send_posted = p->send;
+	if (p->send) {
+		/* This connection's SEND number ++sends finds receive sends. */
+		p->credited = (s32)(lx->peer_recvs - ++lx->sends) >= 0;
+		lx->send_posted = !p->credited;
+	}
 	lx->nposted++;
 	return p;
 }
@@ -334,6 +343,8 @@ static int ropcie_lx_post_now(struct ropcie_qp *qp,
 	}
 	m.msn = lx->msn++;
 	p = ropcie_lx_posted_add(lx, &m);
+	if (p->credited)
+		atomic64_inc(&x->stats.sends_credited);
 	/* Under wait_lock: the consumer takes the answer once it is all set. */
 	ret = ropcie_lx_send_frag(&tx, local, 0, req->len, req->len, &m,
 				  false);
@@ -354,8 +365,10 @@ out:
  * ropcie_transport_ops.post over a link: a WRITE or SEND into the peer's
  * request ring, registered as in flight before it is sent (its answer
  * may come at once). A send that fails makes its own verdict, taken in
- * order. Nothing goes behind a posted SEND: one that finds no receive
- * is sent again, and what follows it must not land first.
+ * order. A SEND goes behind anything; what goes behind a SEND depends on
+ * the peer's credit: one the credit covers finds a receive, but nothing
+ * goes behind one it does not cover, which may find none and be sent
+ * again, and what follows it must not land first.
  * Context: the QP's worker, which sleeps for room in the ring; or, with
  * !@may_sleep, the poster (ropcie_lx_post_now()).
  */
@@ -394,6 +407,8 @@ static int ropcie_lx_post(struct ropcie_qp *qp, const struct ropcie_req *req,
 	mutex_lock(&lx->wait_lock);
 	p = ropcie_lx_posted_add(lx, &m);
 	mutex_unlock(&lx->wait_lock);
+	if (p->credited)
+		atomic64_inc(&x->stats.sends_credited);
 
 	ret = ropcie_lx_send_data(x, gen, req, local, &m);
 	up_read(&ropcie_lx_life);
@@ -440,7 +455,8 @@ static int ropcie_lx_reap(struct ropcie_qp *qp, enum ib_wc_status *status)
 		ret = -ETIMEDOUT;
 	}
 	if (ret != -EINPROGRESS) {
-		if (p->send)
+		/* Nothing is posted behind a SEND without credit. */
+		if (p->send && !p->credited)
 			lx->send_posted = false;
 		lx->posted_msn++;
 		/* The next one's time runs from this answer. */

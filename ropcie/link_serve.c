@@ -49,6 +49,30 @@ void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen, u32 dst, u32 src,
 }
 
 /*
+ * The answer to message @m of the peer for @qp, with the QP's credit:
+ * the receives posted on this connection so far (a stale count is only
+ * lower). Context: the consumer of @qp's requests.
+ */
+static void ropcie_lx_answer_qp(struct ropcie_xport *x, u32 gen,
+				struct ropcie_lx_tx **rsp, struct ropcie_qp *qp,
+				const struct ropcie_wire_msg *m,
+				enum ropcie_wire_type type,
+				enum ib_wc_status status)
+{
+	struct ropcie_wire_msg a = {
+		.type = type,
+		.flags = ROPCIE_WIRE_CREDIT,
+		.status = status,
+		.dst_qpn = m->src_qpn,
+		.src_qpn = m->dst_qpn,
+		.msn = m->msn,
+		.credit = READ_ONCE(qp->rq.head) - qp->lx.rq_base,
+	};
+
+	ropcie_lx_answer_msg(x, gen, rsp, &a);
+}
+
+/*
  * A SEND or WRITE fragment of the peer, for one of our QPs. Its answer,
  * if it has one, goes into *@rsp when that is a slot taken already.
  */
@@ -108,13 +132,13 @@ void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 		if (ret == -EAGAIN) {
 			lx->in_skip = true;
 			atomic64_inc(&x->stats.rnr_answered);
-			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_RNR, m->src_qpn,
-					 m->dst_qpn, m->msn, 0);
+			ropcie_lx_answer_qp(x, gen, rsp, qp, m, ROPCIE_WIRE_RNR,
+					    0);
 		} else if (st != IB_WC_SUCCESS || last) {
 			lx->in_skip = true;
 			lx->in_broken = st != IB_WC_SUCCESS;
-			ropcie_lx_answer(x, gen, rsp, ROPCIE_WIRE_ACK, m->src_qpn,
-					 m->dst_qpn, m->msn, st);
+			ropcie_lx_answer_qp(x, gen, rsp, qp, m, ROPCIE_WIRE_ACK,
+					    st);
 		}
 		/* The receive completes once the answer is on its way. */
 		if (!ret)
@@ -187,8 +211,13 @@ static void ropcie_lx_posted_answer(struct ropcie_qp *qp,
 	p = &lx->posted[m->msn % ROPCIE_LX_POSTED];
 	if (p->done)
 		return;
-	/* An ACK; or RNR to a SEND, which goes again. Anything else fails. */
-	p->rnr = p->send && m->type == ROPCIE_WIRE_RNR;
+	/*
+	 * An ACK; or RNR to a SEND sent without credit, which goes again.
+	 * Anything else fails: an RNR to a SEND the peer's credit covered
+	 * breaks its word, and what was posted behind that SEND may have
+	 * landed already.
+	 */
+	p->rnr = p->send && !p->credited && m->type == ROPCIE_WIRE_RNR;
 	p->status = m->type == ROPCIE_WIRE_ACK ? m->status : IB_WC_REM_OP_ERR;
 	p->answered_at = ropcie_prof_now();
 	p->done = true;
@@ -212,6 +241,10 @@ void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 		return;
 	}
 	mutex_lock(&qp->lx.wait_lock);
+	/* Receives only ever get posted: a count that moved back is stale. */
+	if ((m->flags & ROPCIE_WIRE_CREDIT) &&
+	    (s32)(m->credit - qp->lx.peer_recvs) > 0)
+		qp->lx.peer_recvs = m->credit;
 	w = qp->lx.wait;
 	if (!w || w->msn != m->msn) {
 		ropcie_lx_posted_answer(qp, m);

@@ -177,7 +177,7 @@ int ropcie_xport_show(struct ropcie_link *link, char *buf)
 	xa_for_each(&x->conns, id, qp)
 		n++;
 	return sysfs_emit(buf,
-			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld rx_dropped %lld conn_faults %lld stream_rx %lld stream_bad %lld polls_ceded %lld rnr_answered %lld\n",
+			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld rx_dropped %lld conn_faults %lld stream_rx %lld stream_bad %lld polls_ceded %lld rnr_answered %lld sends_credited %lld\n",
 			  READ_ONCE(x->gen), n, atomic64_read(&x->stats.tx),
 			  atomic64_read(&x->stats.rx),
 			  atomic64_read(&x->stats.db),
@@ -188,7 +188,8 @@ int ropcie_xport_show(struct ropcie_link *link, char *buf)
 			  atomic64_read(&x->stats.stream_rx),
 			  atomic64_read(&x->stats.stream_bad),
 			  atomic64_read(&x->stats.polls_ceded),
-			  atomic64_read(&x->stats.rnr_answered));
+			  atomic64_read(&x->stats.rnr_answered),
+			  atomic64_read(&x->stats.sends_credited));
 }
 
 /**

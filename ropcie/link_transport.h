@@ -33,7 +33,8 @@
  * A requester (a QP's worker) writes the fragments of a SEND or WRITE
  * into the peer's request ring, a slot each, and waits for the verdict;
  * WRITEs and SENDs it may also post (up to ROPCIE_LX_POSTED in flight,
- * nothing behind a SEND, taking their verdicts in order later), and the
+ * nothing behind a SEND the peer's credit does not cover, taking their
+ * verdicts in order later), and the
  * peer refuses whatever follows
  * a failed message of the connection. Every descriptor and index the
  * peer wrote is copied out once and checked (wire.c) before use; what it
@@ -177,6 +178,7 @@ struct ropcie_xport {
 		atomic64_t rx_dropped, conn_faults;
 		atomic64_t stream_rx, stream_bad, polls_ceded;
 		atomic64_t rnr_answered;
+		atomic64_t sends_credited;
 	} stats;
 };
 
@@ -259,6 +261,9 @@ int ropcie_lx_tx_try(struct ropcie_xport *x, int ring, u32 gen,
 void ropcie_lx_tx_abort(struct ropcie_lx_tx *tx);
 int ropcie_lx_tx_commit(struct ropcie_lx_tx *tx,
 			const struct ropcie_wire_msg *m);
+void ropcie_lx_answer_msg(struct ropcie_xport *x, u32 gen,
+			  struct ropcie_lx_tx **slot,
+			  const struct ropcie_wire_msg *m);
 void ropcie_lx_answer(struct ropcie_xport *x, u32 gen,
 		      struct ropcie_lx_tx **slot,
 		      enum ropcie_wire_type type, u32 dst, u32 src,

@@ -316,7 +316,8 @@ static void ropcie_sq_release(struct ropcie_qp *qp)
  * Complete the posted requests whose verdicts are in, oldest first, as
  * the SQ's owner. A failed one moves the QP to error (the flush ends the
  * rest); one the peer never answered fails as a lost request would. A
- * SEND that found no receive (the newest: nothing is posted behind one)
+ * SEND that found no receive (the newest: nothing is posted behind a
+ * SEND the peer's credit did not cover)
  * stays at the head, to run again through ropcie_sq_execute().
  */
 static void ropcie_sq_reap(struct ropcie_qp *qp)
@@ -370,8 +371,9 @@ enum ropcie_sq_verdict {
 
 /*
  * Send @sqe without waiting, if the transport can and the SQ allows:
- * WRITEs and SENDs, behind nothing but posted WRITEs; not a SEND sent
- * before that found no receive.
+ * WRITEs and SENDs, behind posted ones but not behind a SEND that may
+ * find no receive (the transport says -EBUSY); not a SEND sent before
+ * that found no receive.
  */
 static enum ropcie_sq_verdict ropcie_sq_post(struct ropcie_qp *qp,
 					     struct ropcie_sqe *sqe)

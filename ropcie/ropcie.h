@@ -173,13 +173,22 @@ struct ropcie_inmsg {
  * @in_skip: it failed: drop its later fragments
  * @in_broken: a message of the peer failed: refuse the ones behind it
  *	(posted before the peer knew; the connection is ending)
- * @posted: WRITEs, and a SEND behind them, sent without waiting
+ * @posted: WRITEs and SENDs sent without waiting
  *	(ropcie_transport_ops.post), the oldest at @posted_msn, under
- *	@wait_lock
+ *	@wait_lock; a SEND is credited when the peer's credit covered it
  * @posted_msn: the message number of the oldest
  * @nposted: how many
- * @send_posted: the newest is a SEND: nothing is posted behind it, as
- *	it may have to be sent again (the SQ's owner; under @wait_lock)
+ * @send_posted: the newest is a SEND without credit: nothing is posted
+ *	behind it, as it may have to be sent again (the SQ's owner; under
+ *	@wait_lock)
+ * @sends: SENDs this connection sent, each counted once (the SQ's owner;
+ *	under @wait_lock)
+ * @peer_recvs: the peer's credit: the receives its QP had for this
+ *	connection, the newest count it gave (under @wait_lock). SEND number
+ *	n finds a receive once it reached n.
+ * @rq_base: the receives of this QP consumed before this connection:
+ *	what it tells the peer is its RQ's head less this. The three are
+ *	set when the connection is made, before any answer can come
  * @limit_at: profile: when a WRITE was first held back because
  *	ROPCIE_LX_POSTED were in flight (ns; 0: none held)
  */
@@ -197,10 +206,11 @@ struct ropcie_qp_lx {
 		unsigned long sent_at;	/* jiffies; or of the last answer */
 		u64 t_sent, answered_at;	/* profile: ns, or 0 */
 		enum ib_wc_status status;
-		bool send, done, rnr;
+		bool send, credited, done, rnr;
 	} posted[ROPCIE_LX_POSTED];
 	u32 posted_msn, nposted;
 	bool send_posted;
+	u32 sends, peer_recvs, rq_base;
 	u64 limit_at;
 };
 
@@ -515,8 +525,9 @@ void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in);
  * @post: optional: send a WRITE or SEND and return without its verdict,
  *	so that several are in flight (the worker's context; with
  *	!@may_sleep the poster's, where it never waits). Nothing is posted
- *	behind a SEND. Return 0 when sent, -EBUSY when as many are in
- *	flight as the transport takes (or a SEND), another error when
+ *	behind a SEND that may find no receive. Return 0 when sent, -EBUSY
+ *	when as many are in flight as the transport takes (or such a
+ *	SEND), another error when
  *	@transfer must carry it (nothing was sent; -EAGAIN: not without
  *	waiting). A transport with @post takes small WRITEs and SENDs from
  *	the poster's context this way.

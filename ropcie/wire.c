@@ -128,6 +128,7 @@ void ropcie_wire_desc_encode(struct ropcie_wire_desc *d,
 	d->msn = cpu_to_le32(m->msn);
 	d->rkey = cpu_to_le32(m->rkey);
 	d->inv_rkey = cpu_to_le32(m->inv_rkey);
+	d->credit = cpu_to_le32(m->credit);
 	d->raddr = cpu_to_le64(m->raddr);
 	d->msg_len = cpu_to_le64(m->msg_len);
 	d->offset = cpu_to_le64(m->offset);
@@ -196,7 +197,7 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 	memset(m, 0, sizeof(*m));
 	if (ropcie_wire_type_ring(d->type) != (int)ring)
 		return -EINVAL;
-	if ((d->flags & ~ROPCIE_WIRE_FLAGS) || d->reserved0 || d->reserved1)
+	if ((d->flags & ~ROPCIE_WIRE_FLAGS) || d->reserved1)
 		return -EINVAL;
 	m->type = d->type;
 	m->flags = d->flags;
@@ -207,6 +208,7 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 	m->msn = le32_to_cpu(d->msn);
 	m->rkey = le32_to_cpu(d->rkey);
 	m->inv_rkey = le32_to_cpu(d->inv_rkey);
+	m->credit = le32_to_cpu(d->credit);
 	m->raddr = le64_to_cpu(d->raddr);
 	m->msg_len = le64_to_cpu(d->msg_len);
 	m->offset = le64_to_cpu(d->offset);
@@ -220,6 +222,13 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 	if ((m->flags & ROPCIE_WIRE_SOLICITED) && m->type != ROPCIE_WIRE_SEND &&
 	    m->type != ROPCIE_WIRE_SEND_INV)
 		goto bad;
+	/* A credit only in an answer that says it carries one. */
+	if (m->flags & ROPCIE_WIRE_CREDIT) {
+		if (m->type != ROPCIE_WIRE_ACK && m->type != ROPCIE_WIRE_RNR)
+			goto bad;
+	} else if (m->credit) {
+		goto bad;
+	}
 
 	switch (m->type) {
 	case ROPCIE_WIRE_SEND:
@@ -256,7 +265,8 @@ int ropcie_wire_desc_decode(const struct ropcie_wire_desc *d,
 	case ROPCIE_WIRE_ACK:
 	case ROPCIE_WIRE_RNR:
 		/* No payload, no message. */
-		if (m->len || m->offset || m->msg_len || m->flags)
+		if (m->len || m->offset || m->msg_len ||
+		    (m->flags & ~ROPCIE_WIRE_CREDIT))
 			goto bad;
 		break;
 	}

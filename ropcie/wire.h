@@ -37,7 +37,7 @@
 #include <linux/types.h>
 
 #define ROPCIE_WIRE_MAGIC	0x4c435052U	/* "RPCL" */
-#define ROPCIE_WIRE_VERSION	1
+#define ROPCIE_WIRE_VERSION	2	/* 2: ACK and RNR carry credit */
 #define ROPCIE_WIRE_HDR_SIZE	4096U
 #define ROPCIE_WIRE_DESC_SIZE	64U
 #define ROPCIE_WIRE_SLOTS	32U		/* entries per ring */
@@ -85,7 +85,8 @@ enum ropcie_wire_type {
 #define ROPCIE_WIRE_FIRST	0x01	/* the fragment at offset 0 */
 #define ROPCIE_WIRE_LAST	0x02	/* the fragment that ends the message */
 #define ROPCIE_WIRE_SOLICITED	0x04	/* SEND, SEND_INV */
-#define ROPCIE_WIRE_FLAGS	0x07
+#define ROPCIE_WIRE_CREDIT	0x08	/* ACK, RNR: credit is the QP's */
+#define ROPCIE_WIRE_FLAGS	0x0f
 
 /*
  * Verdicts in an ACK or the last READ_DATA: the requester's completion
@@ -138,7 +139,7 @@ struct ropcie_wire_hdr {
 /**
  * struct ropcie_wire_desc - one ring entry
  * @type: enum ropcie_wire_type
- * @flags: ROPCIE_WIRE_FIRST, _LAST, _SOLICITED
+ * @flags: ROPCIE_WIRE_FIRST, _LAST, _SOLICITED, _CREDIT
  * @status: a verdict (ACK, READ_DATA with LAST), else 0
  * @len: payload bytes in this entry's slot (the slot is the entry's
  *	index in the ring, so no offset is ever taken from the peer)
@@ -148,7 +149,12 @@ struct ropcie_wire_hdr {
  *	echo the request's
  * @rkey: WRITE, READ: the responder's MR
  * @inv_rkey: SEND_INV: the responder's MR to invalidate
- * @reserved0: 0
+ * @credit: ACK, RNR with ROPCIE_WIRE_CREDIT: the receives the responder's
+ *	QP has had for this connection (waiting when it began, or posted
+ *	since; mod 2^32) when it answered.
+ *	The connection's n-th SEND finds a receive once credit has reached
+ *	n, as RC's end-to-end credits: a requester sends that far without
+ *	waiting for RNR. Else 0.
  * @raddr: WRITE, READ: the address in the responder's MR where the
  *	message starts
  * @msg_len: bytes of the whole message
@@ -165,7 +171,7 @@ struct ropcie_wire_desc {
 	__le32 msn;
 	__le32 rkey;
 	__le32 inv_rkey;
-	__le32 reserved0;
+	__le32 credit;
 	__le64 raddr;
 	__le64 msg_len;
 	__le64 offset;
@@ -184,6 +190,7 @@ struct ropcie_wire_msg {
 	u32 dst_qpn, src_qpn;
 	u32 msn;
 	u32 rkey, inv_rkey;
+	u32 credit;
 	u64 raddr;
 	u64 msg_len;
 	u64 offset;

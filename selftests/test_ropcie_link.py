@@ -1383,15 +1383,46 @@ def test_busy_user_poller_gets_doorbells(hosts, started, capsys):
     assert sum(ceded.values()) >= 1, ceded
 
 
+SEND_BW_ITERS = 200
+
+
+@needs_connections
+def test_sends_the_credit_covers_fly_together(hosts, started, capsys):
+    """ib_send_bw across the link, a receiver that posts its receives
+    ahead (perftest posts one per iteration up to its rx-depth): from the
+    answer to the first SEND on, the peer's credit covers the SENDs, so
+    they are posted behind one another (sends_credited moves here by
+    most of the iterations) where otherwise each waits for the verdict of
+    the one before; perftest counts every iteration."""
+    here, there = hosts
+    for side in hosts:
+        if side.sh("command -v ib_send_bw", check=False).strip() == "":
+            pytest.skip(f"no ib_send_bw on {side.name} (package perftest)")
+    here.wait_state("up", UP_TIMEOUT_S)
+    there.wait_state("up", UP_TIMEOUT_S)
+    topo = env.topology()
+    srv = perftest.Host(topo.remote_addr, SshRemote(topo.remote_args))
+    cli = perftest.Host(topo.local_addr)
+    c0, r0 = transport(here)["sends_credited"], transport(there)["rx"]
+    perftest.run_checked("ib_send_bw", srv, cli, 4096, SEND_BW_ITERS,
+                         started, "across the link",
+                         say=perftest.tap_note(capsys))
+    credited = transport(here)["sends_credited"] - c0
+    print(f"# {credited} of {SEND_BW_ITERS} SENDs covered by credit")
+    assert SEND_BW_ITERS // 2 <= credited, credited
+    # None covered that did not reach the other host.
+    assert credited <= transport(there)["rx"] - r0
+
+
 # ibv_wc_status, ibv_wc_opcode
 WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
 WC_SEND, WC_RDMA_WRITE = 0, 1
 
 
-def late_receiver(hosts, started, role):
+def late_receiver(hosts, started, role, *args):
     """uverbs_peer.py ROLE on the other host, listening, which posts its
-    receives only once the file go exists there: (its process, its
-    address, port, go)."""
+    receives only once the file go exists there (args after go: ROLE's
+    own): (its process, its address, port, go)."""
     here, there = hosts
     here.wait_state("up", UP_TIMEOUT_S)
     there.wait_state("up", UP_TIMEOUT_S)
@@ -1399,7 +1430,7 @@ def late_receiver(hosts, started, role):
     port = krping.next_port()
     go = f"/tmp/krping-post-receives-{port}"
     there.sh(f"rm -f {go}")
-    srv = uverbs_peer.start(role, topo.remote_addr, port, go,
+    srv = uverbs_peer.start(role, topo.remote_addr, port, go, *args,
                             remote=SshRemote(topo.remote_args))
     started.append(srv)
     assert uverbs_peer.first_line(srv) == {"listening": True}
@@ -1447,18 +1478,24 @@ def test_user_send_across_the_link_waits_for_a_late_receive(hosts, started,
 
 
 @needs_connections
+@pytest.mark.parametrize("ahead", [0, 2], ids=["no-receive", "two-receives"])
 def test_nothing_lands_before_a_send_that_waits_for_a_receive(
-        hosts, started, tmp_path):
-    """A user posts a SEND and then a WRITE across the link to a QP with
-    no receive posted yet: the SEND is answered RNR (rnr_answered moves
-    there), and the WRITE behind it must not land before it (nothing is
-    posted behind a SEND): the sink is still zero when the receive is
-    posted, then the SEND lands, then the WRITE; both complete, in
+        hosts, started, tmp_path, ahead):
+    """A user posts AHEAD + 1 SENDs and then a WRITE across the link to a
+    QP with AHEAD receives posted: the last SEND is answered RNR
+    (rnr_answered moves there), and the WRITE behind it must not land
+    before it. The first SEND goes without credit; its answer gives the
+    credit of AHEAD receives, which covers the SENDs up to the AHEAD-th
+    (sends_credited moves here by AHEAD - 1) and not the last, behind
+    which nothing is posted. The sink is still zero when the last receive
+    is posted, then the last SEND lands, then the WRITE; all complete, in
     order."""
-    there = hosts[1]
-    srv, addr, port, go = late_receiver(hosts, started, "ordered-server")
+    here, there = hosts
+    srv, addr, port, go = late_receiver(hosts, started, "ordered-server",
+                                        ahead)
     sink_file = tmp_path / "sink.json"
-    cli = uverbs_peer.start("send-write", addr, port, sink_file)
+    c0 = transport(here)["sends_credited"]
+    cli = uverbs_peer.start("send-write", addr, port, sink_file, ahead)
     started.append(cli)
     sink = uverbs_peer.first_line(srv)
     assert set(sink) == {"addr", "rkey"}, sink
@@ -1470,10 +1507,14 @@ def test_nothing_lands_before_a_send_that_waits_for_a_receive(
     res, out = uverbs_peer.result(cli), uverbs_peer.result(srv)
     print(f"# client {res} | server {out}")
     assert out == {"sink_written_before_the_receive": False,
-                   "recv": out["recv"], "recv_ok": True, "sink_ok": True}, out
-    assert out["recv"]["status"] == WC_SUCCESS, out
+                   "recvs": out["recvs"], "recv_ok": True,
+                   "sink_ok": True}, out
+    assert [r["status"] for r in out["recvs"]] == [WC_SUCCESS] * (ahead + 1), \
+        out
     assert [(w["wr_id"], w["opcode"], w["status"]) for w in res["wcs"]] == \
-        [(1, WC_SEND, WC_SUCCESS), (2, WC_RDMA_WRITE, WC_SUCCESS)], res
+        [(1, WC_SEND, WC_SUCCESS)] * (ahead + 1) + \
+        [(2, WC_RDMA_WRITE, WC_SUCCESS)], res
+    assert transport(here)["sends_credited"] - c0 == max(ahead - 1, 0)
 
 
 BW_COUNT = 20

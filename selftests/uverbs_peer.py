@@ -16,19 +16,21 @@ usage:
                                       say so on stdout, then the same
                                       bytes with lkey 0 (the kernel's DMA
                                       lkey); report both completions
-  uverbs_peer.py ordered-server ADDR PORT FILE
-                                      accept one connection; print the
-                                      address and rkey of a zeroed sink
-                                      MR; once FILE exists, report
-                                      whether the sink was written, post
-                                      a receive, report its completion,
-                                      then whether the receive and the
+  uverbs_peer.py ordered-server ADDR PORT FILE [K]
+                                      post K receives (default 0), accept
+                                      one connection; print the address
+                                      and rkey of a zeroed sink MR; once
+                                      FILE exists, report whether the
+                                      sink was written, post a receive,
+                                      report the K + 1 completions, then
+                                      whether the last receive and the
                                       sink got the pattern
-  uverbs_peer.py send-write ADDR PORT FILE
+  uverbs_peer.py send-write ADDR PORT FILE [K]
                                       connect; once FILE holds the sink's
-                                      address and rkey (JSON), post a
-                                      SEND and a WRITE to the sink, say
-                                      so, report both completions
+                                      address and rkey (JSON), post K + 1
+                                      SENDs (default K 0) and a WRITE to
+                                      the sink, say so, report every
+                                      completion
   uverbs_peer.py connect ADDR PORT [QPN]
                                       rdma_connect naming QP number QPN
                                       (not ours), or a QP of our own:
@@ -193,27 +195,34 @@ def stream_client(addr, port, n):
     return {"sent": sent, "failed_posts": failed, "bad": bad[:4]}
 
 
-def ordered_server(addr, port, go):
+def ordered_server(addr, port, go, ahead=0):
     lid, cid = first_request(addr, port)
     pd, cq, qp, mr = resources(cid.context)
     sink = MR(pd, SIZE, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
     sink.write(bytes(SIZE), SIZE)
     to_init(cid, qp)
+
+    def recv(i):
+        qp.post_recv(RecvWR(wr_id=i, num_sge=1,
+                            sg=[SGE(mr.buf, SIZE, mr.lkey)]))
+    for i in range(ahead):
+        recv(i)
     cid.accept(ConnParam(qp_num=qp.qp_num))
     print(json.dumps({"addr": sink.buf, "rkey": sink.rkey}), flush=True)
     wait_for_file(go)
     early = sink.read(SIZE, 0) != bytes(SIZE)
-    qp.post_recv(RecvWR(wr_id=0, num_sge=1, sg=[SGE(mr.buf, SIZE, mr.lkey)]))
-    recv = poll_one(cq)
+    mr.write(bytes(SIZE), SIZE)
+    recv(ahead)
+    recvs = [poll_one(cq) for _ in range(ahead + 1)]
     end = time.monotonic() + POLL_S
     while sink.read(SIZE, 0) != PATTERN and time.monotonic() < end:
         time.sleep(0.001)
-    return {"sink_written_before_the_receive": early, "recv": recv,
+    return {"sink_written_before_the_receive": early, "recvs": recvs,
             "recv_ok": mr.read(SIZE, 0) == PATTERN,
             "sink_ok": sink.read(SIZE, 0) == PATTERN}
 
 
-def send_write(addr, port, sink_file):
+def send_write(addr, port, sink_file, ahead=0):
     cid = CMID(creator=AddrInfo(dst=addr, dst_service=port,
                                 port_space=ce.RDMA_PS_TCP))
     pd, cq, qp, mr = resources(cid.context)
@@ -230,10 +239,11 @@ def send_write(addr, port, sink_file):
                    sg=[SGE(mr.buf, SIZE, mr.lkey)],
                    send_flags=e.IBV_SEND_SIGNALED)
     write.set_wr_rdma(sink["rkey"], sink["addr"])
-    qp.post_send(send)
+    for _ in range(ahead + 1):
+        qp.post_send(send)
     qp.post_send(write)
     print(json.dumps({"posted": True}), flush=True)
-    return {"wcs": [poll_one(cq), poll_one(cq)]}
+    return {"wcs": [poll_one(cq) for _ in range(ahead + 2)]}
 
 
 def outcome(verb):
@@ -382,9 +392,9 @@ def main():
     elif role == "client":
         out = client(args[0], args[1])
     elif role == "ordered-server":
-        out = ordered_server(args[0], args[1], args[2])
+        out = ordered_server(args[0], args[1], args[2], *map(int, args[3:4]))
     elif role == "send-write":
-        out = send_write(args[0], args[1], args[2])
+        out = send_write(args[0], args[1], args[2], *map(int, args[3:4]))
     elif role == "connect":
         out = connect(args[0], args[1], *map(int, args[2:3]))
     elif role == "accept":
