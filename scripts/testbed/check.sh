@@ -276,8 +276,9 @@ pair_stage() {
 # Across two hosts: two kernels (6.12 here, 6.1 there)
 # and one vCPU each, as a user's small VMs. The either tests run with the
 # remote side as server and as client, so each kernel serves and
-# connects: ping at 64 B, 64 KiB and 1 MiB (1024 RoCE packets a message)
-# and both memory modes with validation, READ with invalidate, every
+# connects: ping at 64 B and 64 KiB each way and 1 MiB (1024 RoCE
+# packets a message) with the server there, both memory modes, with
+# validation, READ with invalidate, every
 # benchmark with exact counters, wlat against rlat; then one power
 # cut per role, loss, reordering, a short and a long silence, a carrier
 # blip, the CLI's --remote (JSON and the remote side's --histogram; Ctrl-C;
@@ -288,7 +289,7 @@ pair_stage() {
 # for every test type and both roles) is two-host-all; RoCE between two
 # 6.12 guests with two vCPUs each is two-host-rxe.
 TWO_HOST_K="(test_ping and not lkey and not variants and not validate and not server_inv"
-TWO_HOST_K+=" and not concurrent and (64-reg or 65536-dma or 1048576-dma))"
+TWO_HOST_K+=" and not concurrent and (64-reg or 65536-dma or remote-server-1048576-dma))"
 TWO_HOST_K+=" or (test_ping_read_inv and 65536)"
 TWO_HOST_K+=" or (test_bench_completes and reg and not ping)"
 TWO_HOST_K+=" or (starve and (remote-server-0 or remote-client-1))"
@@ -322,8 +323,9 @@ stage_two-host() {
 # there and the host here (test_ulp_remote.py); user space: rdma-core's
 # rping on one host against krping on the other, both ways, at 64 KiB
 # (test_rping_remote.py); perftest's five tools, unmodified, each once
-# (test_perftest_remote.py: 6.1 serves send_lat, send_bw and write_lat,
-# 6.12 serves write_bw and read_lat).
+# (test_perftest_remote.py: 6.1 serves send_lat and write_lat, 6.12
+# serves write_bw and read_lat; send_bw, with 6.1 serving, is
+# test_ropcie_link.py's test_sends_the_credit_covers_fly_together).
 TWO_HOST_ROPCIE_K="(test_ping and not lkey and not variants and not inv and not validate"
 TWO_HOST_ROPCIE_K+=" and (1-reg or 65536-dma or 1048576-reg or (max_size and dma)))"
 TWO_HOST_ROPCIE_K+=" or (test_bench_completes and reg) or concurrent"
@@ -333,7 +335,7 @@ TWO_HOST_ROPCIE_K+=" and not cm-short and not recovers[version] and not recovers
 TWO_HOST_ROPCIE_K+=" and not epoch-zero) or nvmeof"
 TWO_HOST_ROPCIE_K+=" or (test_qps_exact and (remote-client-bw or remote-server-slat))"
 TWO_HOST_ROPCIE_K+=" or (test_rping_remote and 65535-reg)"
-TWO_HOST_ROPCIE_K+=" or ib_send_lat-there or ib_send_bw-there or ib_write_lat-there"
+TWO_HOST_ROPCIE_K+=" or ib_send_lat-there or ib_write_lat-there"
 TWO_HOST_ROPCIE_K+=" or ib_write_bw-here or ib_read_lat-here"
 stage_two-host-ropcie() {
 	pair_stage two-host-ropcie 6.12 6.1 --provider ropcie --smp 1 --remote-smp 1 -- \
