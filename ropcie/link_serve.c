@@ -51,7 +51,8 @@ void ropcie_lx_rx_fault(struct ropcie_xport *x, u32 gen, u32 dst, u32 src,
 /*
  * The answer to message @m of the peer for @qp, with the QP's credit:
  * the receives posted on this connection so far (a stale count is only
- * lower). Context: the consumer of @qp's requests.
+ * lower). Context: the consumer of @qp's requests, its kthread or the
+ * doorbell's bottom half.
  */
 static void ropcie_lx_answer_qp(struct ropcie_xport *x, u32 gen,
 				struct ropcie_lx_tx **rsp, struct ropcie_qp *qp,
