@@ -22,6 +22,8 @@ from lib.abi import ABI, documented, entries_under, tree
 FAULT_INJECTION_ONLY = {"/sys/module/rdma_krping/parameters/handoff_delay_ms"}
 
 
+# A session creates the same files on every kernel.
+@pytest.mark.stock_only
 def test_session_files_match_their_abi_entries(pool):
     """A session's configfs files at mkdir, and its sysfs files once a
     bw run has ended: exactly the documented ones."""

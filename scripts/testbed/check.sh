@@ -105,20 +105,22 @@ set -euo pipefail
 # shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# The stages make check runs, longest chain first (see NEEDS below); kunit
-# (UML) runs only when asked for, since debug-siw runs the same suites
-# on an SMP kernel with the checkers, and so does debug-kunit (a guest of
-# its own cost about 200 s more: boot, setup and kmemleak's scans).
-# package installs into the host's /lib/modules, so it waits for every
-# one-host stage (its NEEDS: they load modules by hand) and runs beside
-# the pair stages, after two-host-siw, beside two-host-ropcie (a replay
-# of the scheduler with warm AG's stage times and this session's trims
-# puts the two lanes' ends within three minutes of each other).
+# The stages make check runs, in the order a free lane takes the next
+# ready one (see NEEDS below); kunit (UML) runs only when asked for, since
+# debug-siw runs the same suites on an SMP kernel with the checkers, and
+# so does debug-kunit (a guest of its own cost about 200 s more: boot,
+# setup and kmemleak's scans). package installs into the host's
+# /lib/modules, so it waits for every one-host stage (its NEEDS: they
+# load modules by hand) and runs last, beside two-host-ropcie. The order
+# is the best of every order of the stages after bed in a replay of the
+# scheduler with a warm run's stage times, each varied by 15 %: two-host
+# early, so that two-host-ropcie (the longest pair stage, which follows
+# it) starts before the one-host stages end.
 # The full one-host suite runs on each kernel of the matrix: selftests
 # (Debian 12's 6.12), selftests-6.1 (Debian 12's 6.1) and newest
 # (unstable's newest kernel, found at run time).
-ALL=(deps build debug-kernel bed debug-rxe debug-siw selftests
-	selftests-6.1 two-host newest two-host-siw two-host-ropcie package)
+ALL=(deps build debug-kernel bed debug-rxe debug-siw newest two-host
+	selftests selftests-6.1 two-host-ropcie two-host-siw package)
 KNOWN=("${ALL[@]}" smoke kunit debug-kunit kcsan two-host-rxe two-host-all
 	two-host-ropcie-debug)
 RESULTS=${KRPING_RESULTS:-$REPO_DIR/results}

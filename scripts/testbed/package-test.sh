@@ -179,9 +179,36 @@ cleanup() {
 		tb_log "purging $PKG (the test did not get to it)"
 		purge || tb_log "dpkg --purge $PKG failed: see $out/dpkg-purge.log"
 	fi
+	show_bed_kernels || tb_log "could not put back /lib/modules/${hidden[*]}"
 	write_tap
 }
 trap cleanup EXIT
+
+# The test bed's own kernels (the debug kernels that debug-kernel.sh
+# publishes as links in /lib/modules) are no user's: a DKMS build for one
+# of them proves nothing the build stage does not, and cost a third of
+# the install. They leave the postinst's sight (a dot name, which its
+# glob skips) while the package is installed and purged, and come back
+# at the end; debug-kernel.sh publishes them again in any case.
+hidden=()
+hide_bed_kernels() {
+	local d rel
+	for d in /lib/modules/*; do
+		rel=${d##*/}
+		if [[ -L $d ]] && tb_is_debug "$rel"; then
+			mv -T "$d" "/lib/modules/.hidden-$rel" || return 1
+			hidden+=("$rel")
+		fi
+	done
+}
+show_bed_kernels() {
+	local rel rc=0
+	for rel in "${hidden[@]}"; do
+		mv -T "/lib/modules/.hidden-$rel" "/lib/modules/$rel" || rc=1
+	done
+	hidden=()
+	return "$rc"
+}
 
 # leftovers: what of krping is on the host, one line each.
 leftovers() {
@@ -238,6 +265,11 @@ else
 fi
 
 # 3. Install: DKMS builds for every kernel with headers.
+if hide_bed_kernels; then
+	result ok "host: the test bed's kernels out of DKMS's sight: ${hidden[*]:-none}"
+else
+	result not-ok "host: the test bed's kernels out of DKMS's sight (/lib/modules not writable?)"
+fi
 start=$(tb_now)
 installed_by_us=1
 if dpkg -i "$deb" >"$out/dpkg-install.log" 2>&1; then
@@ -345,5 +377,11 @@ if [[ -z $left ]]; then
 	result ok "no CLI, man page, docs or sources of krping left"
 else
 	result not-ok "no CLI, man page, docs or sources of krping left" "$left"
+fi
+back=${hidden[*]:-}
+if show_bed_kernels; then
+	result ok "host: the test bed's kernels back in /lib/modules: ${back:-none}"
+else
+	result not-ok "host: the test bed's kernels back in /lib/modules: $back"
 fi
 exit "$failed"
