@@ -111,11 +111,14 @@ set -euo pipefail
 # so does debug-kunit (a guest of its own cost about 200 s more: boot,
 # setup and kmemleak's scans). package installs into the host's
 # /lib/modules, so it waits for every one-host stage (its NEEDS: they
-# load modules by hand) and runs last, beside two-host-ropcie. The order
+# load modules by hand), and for every stage that builds or boots a
+# debug kernel (package-test.sh hides those from DKMS while it runs); it
+# runs last, beside two-host-ropcie. The order
 # is the best of every order of the stages after bed in a replay of the
-# scheduler with a warm run's stage times, each varied by 15 %: two-host
-# early, so that two-host-ropcie (the longest pair stage, which follows
-# it) starts before the one-host stages end.
+# scheduler with a warm run's stage times, each varied by 15 %: newest
+# and two-host early, so that two-host-ropcie (the longest pair stage,
+# which follows two-host) runs beside the last one-host stage rather than
+# after it.
 # The full one-host suite runs on each kernel of the matrix: selftests
 # (Debian 12's 6.12), selftests-6.1 (Debian 12's 6.1) and newest
 # (unstable's newest kernel, found at run time).
@@ -625,7 +628,8 @@ declare -A NEEDS=(
 	[two-host-rxe]="build debug-kernel" [two-host-siw]="build debug-kernel"
 	[two-host-ropcie]="build debug-kernel two-host"
 	[two-host-all]=build [two-host-ropcie-debug]=deps
-	[package]="deps selftests selftests-6.1 newest debug-rxe debug-kunit debug-siw"
+	[package]="deps selftests selftests-6.1 newest debug-kernel debug-rxe debug-kunit debug-siw
+		kcsan two-host-ropcie-debug"
 	[debug-kunit]=debug-kernel [debug-rxe]=debug-kernel [debug-siw]=debug-kernel
 )
 JOBS=${KRPING_CHECK_JOBS:-2}

@@ -175,11 +175,15 @@ installed_by_us=0
 purge() { dpkg --purge "$PKG" >>"$out/dpkg-purge.log" 2>&1; }
 # Whatever happened, the host keeps nothing of the package.
 cleanup() {
+	local names=${hidden[*]:-}
+
+	# First: a stop's KILL may come during a long purge, and the hidden
+	# kernels have nothing of the package.
+	show_bed_kernels || tb_log "could not put back the kernels $names in /lib/modules"
 	if ((installed_by_us)) && installed; then
 		tb_log "purging $PKG (the test did not get to it)"
 		purge || tb_log "dpkg --purge $PKG failed: see $out/dpkg-purge.log"
 	fi
-	show_bed_kernels || tb_log "could not put back /lib/modules/${hidden[*]}"
 	write_tap
 }
 trap cleanup EXIT
@@ -291,7 +295,7 @@ for series in "${MATRIX[@]}"; do
 		cat "/var/lib/dkms/krping/$version/build/make.log" >"$out/make-$kver.log" 2>/dev/null || true
 	fi
 	d=/lib/modules/$kver/updates/dkms
-	files=$(find "$d" \( -name 'rdma_krping.ko*' -o -name 'ropcie.ko*' \) 2>/dev/null | sort)
+	files=$(find "$d" \( -name 'rdma_krping.ko*' -o -name 'ropcie.ko*' \) 2>/dev/null | sort || true)
 	if [[ $(grep -c . <<<"$files") == 2 ]]; then
 		result ok "$kver: rdma_krping and ropcie in $d" "$files"
 	else
