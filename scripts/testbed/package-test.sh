@@ -177,6 +177,10 @@ purge() { dpkg --purge "$PKG" >>"$out/dpkg-purge.log" 2>&1; }
 cleanup() {
 	local names=${hidden[*]:-}
 
+	# A stop signals the whole stage: the tee and sed that carry our
+	# output may be gone, and a message to them must not end us here.
+	trap '' PIPE
+
 	# First: a stop's KILL may come during a long purge, and the hidden
 	# kernels have nothing of the package.
 	show_bed_kernels || tb_log "could not put back the kernels $names in /lib/modules"
