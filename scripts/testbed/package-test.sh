@@ -178,7 +178,9 @@ cleanup() {
 	local names=${hidden[*]:-}
 
 	# A stop signals the whole stage: the tee and sed that carry our
-	# output may be gone, and a message to them must not end us here.
+	# output may be gone, and a message to them must not end us here,
+	# neither by SIGPIPE nor, once that is ignored, by set -e.
+	set +e
 	trap '' PIPE
 
 	# First: a stop's KILL may come during a long purge, and the hidden
