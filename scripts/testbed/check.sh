@@ -663,8 +663,8 @@ ready() {
 # terminal) ends its stages first: each stage runs in a process group of
 # its own (job control), which gets TERM, then KILL after STOP_GRACE
 # seconds. QEMU and every program a stage starts are in it, a pair's
-# ivshmem-server too (vm-pair runs it in the foreground, as a job of its
-# own). make forwards TERM to this script. The groups come from bash's own job table, which holds
+# ivshmem-server too (vm-pair starts it with --foreground, in the
+# background of its own process group). make forwards TERM to this script. The groups come from bash's own job table, which holds
 # a stage started a moment ago before the loop below has noted it; the
 # kills come before any message, which a hung-up terminal can refuse.
 STOP_GRACE=10
