@@ -203,9 +203,8 @@ static void ropcie_wc_name_qp(struct ib_wc *wc)
 		wc->qp = name;
 }
 
-int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+static int ropcie_cq_pop(struct ropcie_cq *cq, int num, struct ib_wc *wc)
 {
-	struct ropcie_cq *cq = to_rcq(ibcq);
 	unsigned long flags;
 	int n = 0;
 
@@ -219,12 +218,39 @@ int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	return n;
 }
 
+/*
+ * Empty polls of a user's CQ with no req_notify_cq between them that
+ * make a busy poll: an event loop polls at most twice (the CQ drained,
+ * then again after arming) before it waits.
+ */
+#define ROPCIE_CQ_BUSY_POLLS	3
+
+int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+{
+	struct ropcie_cq *cq = to_rcq(ibcq);
+	int n = ropcie_cq_pop(cq, num, wc);
+
+	/*
+	 * A user's poll (through ib_uverbs, a system call: it may sleep)
+	 * that finds nothing consumes what the links brought, and takes
+	 * what that completed (ropcie_lx_user_poll()).
+	 */
+	if (!n && num > 0 && ibcq->uobject) {
+		ropcie_lx_user_poll(atomic_inc_return(&cq->empty_polls) >=
+				    ROPCIE_CQ_BUSY_POLLS);
+		n = ropcie_cq_pop(cq, num, wc);
+	}
+	return n;
+}
+
 int ropcie_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct ropcie_cq *cq = to_rcq(ibcq);
 	unsigned long irqflags;
 	int ret = 0;
 
+	/* Its user is going to wait: no busy poll (ropcie_poll_cq()). */
+	atomic_set(&cq->empty_polls, 0);
 	spin_lock_irqsave(&cq->lock, irqflags);
 	/* NEXT_COMP includes the solicited ones. */
 	if ((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_NEXT_COMP)

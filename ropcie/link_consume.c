@@ -135,7 +135,7 @@ static int ropcie_lx_drain(struct ropcie_lx_rx *rx, u64 rang_at)
 		if (ring == ROPCIE_WIRE_REQ)
 			ropcie_lx_rx_request(x, gen, &m, payload);
 		else
-			ropcie_lx_rx_response(x, gen, &m, payload);
+			ropcie_lx_rx_response(x, gen, &m, payload, NULL);
 		if (t && ring == ROPCIE_WIRE_REQ && m.type != ROPCIE_WIRE_CM &&
 		    m.type != ROPCIE_WIRE_RECV_POSTED &&
 		    m.type != ROPCIE_WIRE_STREAM)
@@ -158,6 +158,13 @@ consumed:
 #define ROPCIE_LX_HOG_YIELD_NS	(500 * NSEC_PER_USEC)
 #define ROPCIE_LX_HOG_YIELDS	2
 #define ROPCIE_LX_HOG_NS	NSEC_PER_SEC
+
+/*
+ * A user's busy poll (ropcie_lx_rx_user()) lasts this long after its
+ * last empty poll. A message that comes as the poller stops waits for
+ * the kthread's next look: at most this and two ticks.
+ */
+#define ROPCIE_LX_UPOLL_NS	NSEC_PER_MSEC
 
 /* Does @rx sleep rather than yield now (see ropcie_lx_rx_poll())? */
 static bool ropcie_lx_rx_ceded(const struct ropcie_lx_rx *rx)
@@ -237,54 +244,66 @@ static bool ropcie_lx_rx_poll(struct ropcie_lx_rx *rx)
 }
 
 /*
- * Own @rx's consumer state. The fast path holds it only for a bounded
- * time and never on this CPU while we run here: spin.
+ * Own @rx's consumer state, for the kthread. A user's poll may hold it
+ * while it waits for a QP's mutex (ropcie_lx_rx_fast()): sleep.
  */
 static void ropcie_lx_rx_own(struct ropcie_lx_rx *rx)
 {
-	while (test_and_set_bit_lock(0, &rx->owner))
-		cpu_relax();
+	wait_on_bit_lock(&rx->owner, 0, TASK_UNINTERRUPTIBLE);
 }
 
 static void ropcie_lx_rx_disown(struct ropcie_lx_rx *rx)
 {
-	clear_bit_unlock(0, &rx->owner);
+	clear_and_wake_up_bit(0, &rx->owner);
 }
 
-/* At most this many descriptors per doorbell in its tasklet. */
+/* At most this many descriptors per doorbell or user's poll. */
 #define ROPCIE_LX_FAST_BUDGET	8
 
 /*
- * A WRITE the doorbell's tasklet may serve: one fragment (a slot
- * holds it whole) of at most irq_serve_max bytes. It needs nothing that
- * sleeps: its checks and copy are the responder's (as an inline WRITE's
- * in the poster's context) and its answer takes a response slot that
- * the fast path tried for before.
+ * May a consumer other than the kthread serve @m of ring @ring? In the
+ * doorbell's tasklet (!@task), a WRITE of one fragment (a slot holds it
+ * whole) of at most irq_serve_max bytes: it needs nothing that sleeps,
+ * its checks and copy being the responder's (as an inline WRITE's in
+ * the poster's context), its answer taking a response slot tried for
+ * before. In a user's poll (@task), which may sleep, also such a SEND,
+ * whose receive is taken under the QP's mutex, and any response but a
+ * CLOSE (which ends a connection: the kthread's).
  */
-static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m)
+static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m, int ring,
+			      bool task)
 {
 	u32 whole = ROPCIE_WIRE_FIRST | ROPCIE_WIRE_LAST;
 
-	return m->type == ROPCIE_WIRE_WRITE && (m->flags & whole) == whole &&
-	       m->len <= READ_ONCE(ropcie_irq_serve_max);
+	if (ring == ROPCIE_WIRE_RSP)
+		return task && m->type != ROPCIE_WIRE_CLOSE;
+	if ((m->flags & whole) != whole ||
+	    m->len > READ_ONCE(ropcie_irq_serve_max))
+		return false;
+	return m->type == ROPCIE_WIRE_WRITE ||
+	       (task && (m->type == ROPCIE_WIRE_SEND ||
+			 m->type == ROPCIE_WIRE_SEND_INV));
 }
 
 /**
- * ropcie_lx_rx_fast() - serve the request ring's head in the doorbell's
- *	tasklet
- * @rx: the request ring's consumer
+ * ropcie_lx_rx_fast() - serve a ring's head outside its kthread
+ * @rx: the ring's consumer
  * @rang_at: when profiling, the doorbell's time (0: not profiling)
+ * @answered: NULL in the doorbell's tasklet; in a user's poll, where a
+ *	QP whose posted requests got their answers goes, held, for the
+ *	caller to complete them (ropcie_qp_reap_now()); another such QP's
+ *	worker is woken
  *
- * The short WRITEs at the head of the ring are served here, answer and
- * all, so that their bytes land without waiting for the consumer
- * kthread to be woken and scheduled: on a busy host, or one with a
- * single CPU that the waiting side spins on, that is most of a WRITE's
- * latency. Whatever else comes first (any other descriptor, one the
- * peer broke, a full response ring, a kthread consuming, a generation
- * the kthread has not taken yet, or the budget used up) is left to the
- * kthread, which then sees the same ring from the same index: the two
- * consume one after the other, never both at once. The peer's bytes
- * are checked as the kthread checks them (ropcie_lx_rx_peek()).
+ * What ropcie_lx_fast_ok() allows at the head of the ring is served
+ * here, answer and all, so that it lands without waiting for the
+ * consumer kthread to be woken and scheduled: on a busy host, or one
+ * with a single CPU that the waiting side spins on, that is most of a
+ * message's latency. Whatever else comes first (any other descriptor,
+ * one the peer broke, a full response ring, a kthread consuming, a
+ * generation the kthread has not taken yet, or the budget used up) is
+ * left to the kthread, which then sees the same ring from the same
+ * index: they consume one after the other, never at once. The peer's
+ * bytes are checked as the kthread checks them (ropcie_lx_rx_peek()).
  *
  * Nothing here fails the link or a connection, or takes a lock the
  * link's state machine holds while it waits (link->lock,
@@ -292,27 +311,32 @@ static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m)
  * the link for a broken index and ends the connection a broken
  * descriptor names.
  *
- * Context: softirq (the link's doorbell tasklet).
+ * Context: softirq (the link's doorbell tasklet); or, with @answered,
+ * task, holding ropcie_lx_life for reading.
  * Return: true when the ring is empty now: the kthread has nothing to
  * consume (it is still woken to poll for what follows, see
  * ropcie_lx_rx_poll()).
  */
-static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at)
+static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at,
+			      struct ropcie_qp **answered)
 {
 	struct ropcie_xport *x = rx->x;
 	int budget = ROPCIE_LX_FAST_BUDGET;
+	bool task = answered;
 	unsigned long flags;
 	bool ok, empty = false;
 	u32 gen;
 
-	if (rx->ring != ROPCIE_WIRE_REQ || !READ_ONCE(ropcie_irq_serve_max) ||
+	if ((!task && rx->ring != ROPCIE_WIRE_REQ) ||
+	    (rx->ring == ROPCIE_WIRE_REQ && !READ_ONCE(ropcie_irq_serve_max)) ||
 	    test_and_set_bit_lock(0, &rx->owner))
 		return false;
 	spin_lock_irqsave(&x->lock, flags);
 	gen = x->gen;
 	ok = x->up && gen == rx->gen && gen != rx->broken;
 	spin_unlock_irqrestore(&x->lock, flags);
-	while (ok && budget--) {
+	/* As ropcie_lx_drain(): not past the end of a generation. */
+	while (ok && budget-- && READ_ONCE(x->gen) == gen) {
 		struct ropcie_lx_tx slot, *rsp = &slot;
 		struct ropcie_wire_msg m;
 		const char *why;
@@ -327,8 +351,15 @@ static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at)
 			empty = !ret;
 			break;
 		}
-		if (!ropcie_lx_fast_ok(&m) ||
-		    ropcie_lx_tx_try(x, ROPCIE_WIRE_RSP, gen, &slot))
+		if (!ropcie_lx_fast_ok(&m, rx->ring, task))
+			break;
+		if (rx->ring == ROPCIE_WIRE_RSP) {
+			ropcie_lx_rx_response(x, gen, &m, payload, answered);
+			atomic64_inc(&x->stats.polled);
+			ropcie_lx_rx_consumed(rx);
+			continue;
+		}
+		if (ropcie_lx_tx_try(x, ROPCIE_WIRE_RSP, gen, &slot))
 			break;
 		t = ropcie_prof_now();
 		if (t && rang_at) {
@@ -341,11 +372,53 @@ static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at)
 			ropcie_lx_tx_abort(rsp);
 		if (t)
 			ropcie_prof_add(ROPCIE_PROF_LX_SERVE, ktime_get_ns() - t);
-		atomic64_inc(&x->stats.irq);
+		atomic64_inc(task ? &x->stats.polled : &x->stats.irq);
 		ropcie_lx_rx_consumed(rx);
 	}
 	ropcie_lx_rx_disown(rx);
 	return empty;
+}
+
+/*
+ * A user's poll (ropcie_lx_user_poll()) that found no completion, on
+ * @x: what the kthreads would consume next is served here, and the QP
+ * whose requests got answers completes them here, each without a
+ * kthread's wake-up. Context: task, holding ropcie_lx_life for reading.
+ */
+void ropcie_lx_rx_user(struct ropcie_xport *x, bool busy)
+{
+	int ring;
+
+	if (!READ_ONCE(x->up))
+		return;
+	if (busy)
+		WRITE_ONCE(x->upoll_at, local_clock());
+	for (ring = 0; ring < ROPCIE_WIRE_NR_RINGS; ring++) {
+		struct ropcie_lx_rx *rx = &x->rx[ring];
+		struct ropcie_qp *answered = NULL;
+
+		if (!ropcie_lx_pending(x, ring, READ_ONCE(rx->cons)))
+			continue;
+		/* Left at something: the kthread's (it may not be ringing). */
+		if (!ropcie_lx_rx_fast(rx, 0, &answered))
+			ropcie_lx_rx_kick(rx);
+		if (answered) {
+			ropcie_qp_reap_now(answered);
+			ropcie_qp_put(answered);
+		}
+	}
+}
+
+/*
+ * Has a user busy-polled a CQ lately (ropcie_lx_rx_user())? Its polls
+ * then consume what comes, and the kthreads sleep without asking for
+ * doorbells, looking again each tick.
+ */
+static bool ropcie_lx_user_polling(struct ropcie_xport *x)
+{
+	u64 at = READ_ONCE(x->upoll_at);
+
+	return at && local_clock() - at < ROPCIE_LX_UPOLL_NS;
 }
 
 /* Wake the consumer @rx. */
@@ -397,6 +470,12 @@ static bool ropcie_lx_rx_sync(struct ropcie_lx_rx *rx)
 	return up && rx->gen != rx->broken;
 }
 
+/* Woken since @seen, or to stop? */
+static bool ropcie_lx_rx_woken(struct ropcie_lx_rx *rx, int seen)
+{
+	return atomic_read(&rx->events) != seen || kthread_should_stop();
+}
+
 int ropcie_lx_rx_thread(void *arg)
 {
 	struct ropcie_lx_rx *rx = arg;
@@ -424,6 +503,13 @@ int ropcie_lx_rx_thread(void *arg)
 		ropcie_lx_rx_disown(rx);
 		if (poll && ropcie_lx_rx_poll(rx))
 			continue;
+		/* No doorbell asked for: a look each tick instead. */
+		if (live && ropcie_lx_user_polling(x)) {
+			wait_event_interruptible_timeout(rx->wq,
+							 ropcie_lx_rx_woken(rx, seen),
+							 1);
+			continue;
+		}
 		/* Asleep, then look again: Dekker with the producer. */
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 1);
 		smp_mb();	/* sleep, then prod; the producer: prod, then sleep */
@@ -432,9 +518,7 @@ int ropcie_lx_rx_thread(void *arg)
 			continue;
 		}
 		slept_at = ring == ROPCIE_WIRE_REQ ? ropcie_prof_now() : 0;
-		wait_event_interruptible(rx->wq,
-					 atomic_read(&rx->events) != seen ||
-					 kthread_should_stop());
+		wait_event_interruptible(rx->wq, ropcie_lx_rx_woken(rx, seen));
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
 		if (slept_at)
 			ropcie_prof_add(ROPCIE_PROF_LX_IDLE,
@@ -478,7 +562,7 @@ void ropcie_xport_doorbell(struct ropcie_link *link, bool rang)
 
 		if (rang && !ropcie_lx_rx_due(rx))
 			continue;
-		if (rang && ropcie_lx_rx_fast(rx, t)) {
+		if (rang && ropcie_lx_rx_fast(rx, t, NULL)) {
 			/* Served: the kthread only polls for what follows. */
 			if (READ_ONCE(ropcie_rx_poll_us) &&
 			    !ropcie_lx_rx_ceded(rx))

@@ -200,9 +200,14 @@ void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 	}
 }
 
-/* An answer to a posted request, under wait_lock; else it is dropped. */
+/*
+ * An answer to a posted request, under wait_lock; else it is dropped.
+ * The QP completes it: its worker, or the caller through @answered (as
+ * for ropcie_lx_rx_response()).
+ */
 static void ropcie_lx_posted_answer(struct ropcie_qp *qp,
-				    const struct ropcie_wire_msg *m)
+				    const struct ropcie_wire_msg *m,
+				    struct ropcie_qp **answered)
 {
 	struct ropcie_qp_lx *lx = &qp->lx;
 	struct ropcie_lx_posted *p;
@@ -222,12 +227,24 @@ static void ropcie_lx_posted_answer(struct ropcie_qp *qp,
 	p->status = m->type == ROPCIE_WIRE_ACK ? m->status : IB_WC_REM_OP_ERR;
 	p->answered_at = ropcie_prof_now();
 	p->done = true;
+	if (answered && (!*answered || *answered == qp)) {
+		if (!*answered) {
+			ropcie_qp_get(qp);
+			*answered = qp;
+		}
+		return;
+	}
 	ropcie_qp_kick(qp);
 }
 
-/* One descriptor of the response ring: to the requester waiting for it. */
+/*
+ * One descriptor of the response ring: to the requester waiting for it.
+ * @answered: NULL, or where the QP whose posted request got its answer
+ * goes (see ropcie_lx_rx_fast()).
+ */
 void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
-			   const struct ropcie_wire_msg *m, void *payload)
+			   const struct ropcie_wire_msg *m, void *payload,
+			   struct ropcie_qp **answered)
 {
 	struct ropcie_lx_wait *w;
 	struct ropcie_qp *qp;
@@ -248,7 +265,7 @@ void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 		qp->lx.peer_recvs = m->credit;
 	w = qp->lx.wait;
 	if (!w || w->msn != m->msn) {
-		ropcie_lx_posted_answer(qp, m);
+		ropcie_lx_posted_answer(qp, m, answered);
 		goto out;
 	}
 	/* An answer to a request its requester gave up on: dropped. */

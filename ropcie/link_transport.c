@@ -80,6 +80,43 @@ struct ropcie_xport *ropcie_lx_pick(u32 *gen)
 	return NULL;
 }
 
+/* At most this many links are served by one user's poll. */
+#define ROPCIE_LX_USER_LINKS	4
+
+/**
+ * ropcie_lx_user_poll() - a user's poll found its CQ empty
+ * @busy: it polls in a loop (ropcie_poll_cq())
+ *
+ * Over every link, what has come is consumed here (ropcie_lx_rx_user())
+ * rather than by a kthread that a doorbell would wake: a user-space
+ * program polls through a system call per poll (ib_uverbs), and on a
+ * CPU it shares with the consumers it would hold the CPU they need. A
+ * link that is going away is skipped (ropcie_lx_life is only tried).
+ *
+ * Context: task (a user's system call), no lock held.
+ */
+void ropcie_lx_user_poll(bool busy)
+{
+	struct ropcie_xport *xs[ROPCIE_LX_USER_LINKS], *x;
+	unsigned long flags;
+	int i, n = 0;
+
+	if (list_empty_careful(&ropcie_xports) ||
+	    !down_read_trylock(&ropcie_lx_life))
+		return;
+	spin_lock_irqsave(&ropcie_fabric_lock, flags);
+	list_for_each_entry(x, &ropcie_xports, list) {
+		if (n == ROPCIE_LX_USER_LINKS)
+			break;
+		xs[n++] = x;
+	}
+	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
+	/* Freed only after ropcie_lx_life is taken for writing. */
+	for (i = 0; i < n; i++)
+		ropcie_lx_rx_user(xs[i], busy);
+	up_read(&ropcie_lx_life);
+}
+
 /**
  * ropcie_xport_up() - the link came up: new connections may use it
  * @link: the link
@@ -177,7 +214,7 @@ int ropcie_xport_show(struct ropcie_link *link, char *buf)
 	xa_for_each(&x->conns, id, qp)
 		n++;
 	return sysfs_emit(buf,
-			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld rx_dropped %lld conn_faults %lld stream_rx %lld stream_bad %lld polls_ceded %lld rnr_answered %lld sends_credited %lld\n",
+			  "generation %u connections %lu tx %lld rx %lld doorbells_rung %lld rx_in_irq %lld answers_queued %u answers_dropped %lld rx_dropped %lld conn_faults %lld stream_rx %lld stream_bad %lld polls_ceded %lld rnr_answered %lld sends_credited %lld rx_polled %lld\n",
 			  READ_ONCE(x->gen), n, atomic64_read(&x->stats.tx),
 			  atomic64_read(&x->stats.rx),
 			  atomic64_read(&x->stats.db),
@@ -189,7 +226,8 @@ int ropcie_xport_show(struct ropcie_link *link, char *buf)
 			  atomic64_read(&x->stats.stream_bad),
 			  atomic64_read(&x->stats.polls_ceded),
 			  atomic64_read(&x->stats.rnr_answered),
-			  atomic64_read(&x->stats.sends_credited));
+			  atomic64_read(&x->stats.sends_credited),
+			  atomic64_read(&x->stats.polled));
 }
 
 /**

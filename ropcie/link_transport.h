@@ -139,6 +139,8 @@ struct ropcie_lx_rx {
  *	copied into
  * @stream_next: the offset of the peer's raw stream expected next, owned
  *	by the request consumer
+ * @upoll_at: when a user last busy-polled a CQ (local_clock(); 0:
+ *	never): the consumers then leave the rings to its polls
  * @stats: descriptors produced and consumed, doorbells rung, of the
  *	consumed the WRITEs served in the doorbell's tasklet, the answers
  *	dropped for want of room in @ctrl, and the peer's faults in a
@@ -146,7 +148,8 @@ struct ropcie_lx_rx {
  *	connection it named (ropcie_lx_rx_fault()), and the bytes of the
  *	peer's raw stream received in order or its fragments refused,
  *	the times a consumer began to cede the CPU to a task that kept it,
- *	and the peer's SENDs answered "no receive posted"
+ *	the peer's SENDs answered "no receive posted", the SENDs credited,
+ *	and the descriptors consumed in a user's poll
  */
 struct ropcie_xport {
 	struct ropcie_link *link;
@@ -173,12 +176,14 @@ struct ropcie_xport {
 	struct mutex stream_lock;	/* one raw stream at a time */
 	void *stream_sink;
 	u64 stream_next;
+	u64 upoll_at;
 	struct {
 		atomic64_t tx, rx, db, irq, answers_dropped;
 		atomic64_t rx_dropped, conn_faults;
 		atomic64_t stream_rx, stream_bad, polls_ceded;
 		atomic64_t rnr_answered;
 		atomic64_t sends_credited;
+		atomic64_t polled;
 	} stats;
 };
 
@@ -286,7 +291,8 @@ void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 			  const struct ropcie_wire_msg *m, void *payload);
 void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
-			   const struct ropcie_wire_msg *m, void *payload);
+			   const struct ropcie_wire_msg *m, void *payload,
+			   struct ropcie_qp **answered);
 
 /* link_read.c */
 int ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
@@ -301,5 +307,6 @@ void ropcie_lx_rx_stream(struct ropcie_xport *x,
 /* link_consume.c */
 void ropcie_lx_rx_kick(struct ropcie_lx_rx *rx);
 int ropcie_lx_rx_thread(void *arg);
+void ropcie_lx_rx_user(struct ropcie_xport *x, bool busy);
 
 #endif /* ROPCIE_LINK_TRANSPORT_H */

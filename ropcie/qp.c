@@ -349,6 +349,33 @@ static void ropcie_sq_reap(struct ropcie_qp *qp)
 	}
 }
 
+/**
+ * ropcie_qp_reap_now() - complete @qp's answered requests here
+ * @qp: a QP whose posted requests got answers (ropcie_lx_rx_user())
+ *
+ * As the worker would, when the SQ is free, sparing its wake-up; what
+ * else the worker does (the next requests, the error state's flush) it
+ * is woken for. A poster or the worker holding the SQ reaps itself.
+ *
+ * Context: task.
+ */
+void ropcie_qp_reap_now(struct ropcie_qp *qp)
+{
+	bool more;
+
+	if (atomic_cmpxchg_acquire(&qp->sq_owner, ROPCIE_SQ_FREE,
+				   ROPCIE_SQ_OWNED) != ROPCIE_SQ_FREE) {
+		ropcie_qp_kick(qp);
+		return;
+	}
+	ropcie_sq_reap(qp);
+	more = qp->sq_resend || READ_ONCE(qp->state) != IB_QPS_RTS ||
+	       ropcie_ring_cons_slot_at(&qp->sq, qp->sq_posted);
+	ropcie_sq_release(qp);
+	if (more)
+		ropcie_qp_kick(qp);
+}
+
 /*
  * Drop the posted requests, as the SQ's owner, when the queue they
  * belong to is flushed or emptied: their verdicts name no entry any more.

@@ -83,6 +83,7 @@ struct ropcie_cq {
 	/* Handlers of completions posted inline, in hard IRQ context. */
 	struct irq_work irq_work;
 	unsigned long deferred;		/* ROPCIE_CQ_DEFER_* bits */
+	atomic_t empty_polls;		/* by a user, since it last armed */
 };
 
 #define ROPCIE_CQ_DEFER_COMP	0	/* call the completion handler */
@@ -440,6 +441,7 @@ int ropcie_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void ropcie_qp_get(struct ropcie_qp *qp);
 void ropcie_qp_put(struct ropcie_qp *qp);
 void ropcie_qp_kick(struct ropcie_qp *qp);
+void ropcie_qp_reap_now(struct ropcie_qp *qp);
 void ropcie_qp_set_error(struct ropcie_qp *qp);
 void ropcie_qp_fatal(struct ropcie_qp *qp);
 bool ropcie_qp_to_rts(struct ropcie_qp *qp);
@@ -605,6 +607,7 @@ struct ropcie_lx_upcalls {
 
 void ropcie_lx_set_upcalls(const struct ropcie_lx_upcalls *up);
 struct ropcie_xport *ropcie_lx_pick(u32 *gen);
+void ropcie_lx_user_poll(bool busy);
 bool ropcie_lx_alive(const struct ropcie_xport *x, u32 gen);
 int ropcie_lx_conn_add(struct ropcie_xport *x, u32 gen, struct ropcie_qp *qp,
 		       u32 *conn);
