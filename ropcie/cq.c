@@ -220,10 +220,12 @@ static int ropcie_cq_pop(struct ropcie_cq *cq, int num, struct ib_wc *wc)
 
 /*
  * Empty polls of a user's CQ with no req_notify_cq between them that
- * make a busy poll: an event loop polls at most twice (the CQ drained,
- * then again after arming) before it waits.
+ * make a busy poll. ib_uverbs polls a batch one entry at a time until
+ * one finds nothing, so each of its polls that returns less than asked
+ * for is one; an event loop makes at most three before it waits (the
+ * CQ drained, once more, and after arming).
  */
-#define ROPCIE_CQ_BUSY_POLLS	3
+#define ROPCIE_CQ_BUSY_POLLS	8
 
 int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 {

@@ -2,14 +2,16 @@
 /*
  * ropcie link transport: consuming this host's rings. A kthread per
  * ring consumes in order; the doorbell's tasklet serves short WRITEs at
- * the request ring's head first. Every descriptor and index the peer
- * wrote is copied out once and checked (wire.c) before use.
+ * the request ring's head first, and a user's poll that finds its CQ
+ * empty serves short messages and answers. Every descriptor and index
+ * the peer wrote is copied out once and checked (wire.c) before use.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kthread.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/stat.h>
+#include <linux/wait_bit.h>
 
 #include "link_transport.h"
 
@@ -266,9 +268,10 @@ static void ropcie_lx_rx_disown(struct ropcie_lx_rx *rx)
  * whole) of at most irq_serve_max bytes: it needs nothing that sleeps,
  * its checks and copy being the responder's (as an inline WRITE's in
  * the poster's context), its answer taking a response slot tried for
- * before. In a user's poll (@task), which may sleep, also such a SEND,
- * whose receive is taken under the QP's mutex, and any response but a
- * CLOSE (which ends a connection: the kthread's).
+ * before. In a user's poll (@task), which may sleep, also such a SEND
+ * (whose receive is taken under the QP's mutex; not a SEND with
+ * invalidate, whose invalidation waits for the MR's transfers), and any
+ * response but a CLOSE (which ends a connection: the kthread's).
  */
 static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m, int ring,
 			      bool task)
@@ -281,8 +284,7 @@ static bool ropcie_lx_fast_ok(const struct ropcie_wire_msg *m, int ring,
 	    m->len > READ_ONCE(ropcie_irq_serve_max))
 		return false;
 	return m->type == ROPCIE_WIRE_WRITE ||
-	       (task && (m->type == ROPCIE_WIRE_SEND ||
-			 m->type == ROPCIE_WIRE_SEND_INV));
+	       (task && m->type == ROPCIE_WIRE_SEND);
 }
 
 /**
@@ -354,7 +356,9 @@ static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at,
 		if (!ropcie_lx_fast_ok(&m, rx->ring, task))
 			break;
 		if (rx->ring == ROPCIE_WIRE_RSP) {
-			ropcie_lx_rx_response(x, gen, &m, payload, answered);
+			if (ropcie_lx_rx_response(x, gen, &m, payload,
+						  answered))
+				break;
 			atomic64_inc(&x->stats.polled);
 			ropcie_lx_rx_consumed(rx);
 			continue;
@@ -379,34 +383,42 @@ static bool ropcie_lx_rx_fast(struct ropcie_lx_rx *rx, u64 rang_at,
 	return empty;
 }
 
-/*
- * A user's poll (ropcie_lx_user_poll()) that found no completion, on
- * @x: what the kthreads would consume next is served here, and the QP
- * whose requests got answers completes them here, each without a
- * kthread's wake-up. Context: task, holding ropcie_lx_life for reading.
+/**
+ * ropcie_lx_rx_user() - a user's poll serves @x's rings
+ * @x: a link's transport
+ * @busy: the poll is a busy poll (ropcie_poll_cq())
+ *
+ * What the kthreads would consume next is served here, each without a
+ * kthread's wake-up; a busy poll also wakes a kthread that sleeps with
+ * its doorbell asked for, so that it stops asking
+ * (ropcie_lx_user_polling()).
+ *
+ * Context: task, holding ropcie_lx_life for reading.
+ * Return: NULL, or a QP whose posted requests got their answers, held,
+ * for the caller to complete (ropcie_qp_reap_now()) once it let go of
+ * ropcie_lx_life.
  */
-void ropcie_lx_rx_user(struct ropcie_xport *x, bool busy)
+struct ropcie_qp *ropcie_lx_rx_user(struct ropcie_xport *x, bool busy)
 {
+	struct ropcie_qp *answered = NULL;
 	int ring;
 
 	if (!READ_ONCE(x->up))
-		return;
+		return NULL;
 	if (busy)
 		WRITE_ONCE(x->upoll_at, local_clock());
 	for (ring = 0; ring < ROPCIE_WIRE_NR_RINGS; ring++) {
 		struct ropcie_lx_rx *rx = &x->rx[ring];
-		struct ropcie_qp *answered = NULL;
 
+		if (busy && READ_ONCE(rx->armed))
+			ropcie_lx_rx_kick(rx);
 		if (!ropcie_lx_pending(x, ring, READ_ONCE(rx->cons)))
 			continue;
 		/* Left at something: the kthread's (it may not be ringing). */
 		if (!ropcie_lx_rx_fast(rx, 0, &answered))
 			ropcie_lx_rx_kick(rx);
-		if (answered) {
-			ropcie_qp_reap_now(answered);
-			ropcie_qp_put(answered);
-		}
 	}
+	return answered;
 }
 
 /*
@@ -518,7 +530,9 @@ int ropcie_lx_rx_thread(void *arg)
 			continue;
 		}
 		slept_at = ring == ROPCIE_WIRE_REQ ? ropcie_prof_now() : 0;
+		WRITE_ONCE(rx->armed, true);
 		wait_event_interruptible(rx->wq, ropcie_lx_rx_woken(rx, seen));
+		WRITE_ONCE(rx->armed, false);
 		ropcie_lx_set_hdr(x, gen, &out->rx_sleep[ring], 0);
 		if (slept_at)
 			ropcie_prof_add(ROPCIE_PROF_LX_IDLE,

@@ -239,26 +239,33 @@ static void ropcie_lx_posted_answer(struct ropcie_qp *qp,
 
 /*
  * One descriptor of the response ring: to the requester waiting for it.
- * @answered: NULL, or where the QP whose posted request got its answer
- * goes (see ropcie_lx_rx_fast()).
+ * @answered: NULL in the kthread; in a user's poll, where the QP whose
+ * posted request got its answer goes (see ropcie_lx_rx_fast()).
+ * Return: 0; -EBUSY, with nothing done, when a poll would have to wait
+ * for the QP's wait_lock (the kthread serves it then).
  */
-void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
-			   const struct ropcie_wire_msg *m, void *payload,
-			   struct ropcie_qp **answered)
+int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
+			  const struct ropcie_wire_msg *m, void *payload,
+			  struct ropcie_qp **answered)
 {
 	struct ropcie_lx_wait *w;
 	struct ropcie_qp *qp;
 
 	qp = ropcie_lx_conn_qp(x, gen, m->dst_qpn, m->src_qpn);
 	if (!qp)
-		return;
+		return 0;
 	if (m->type == ROPCIE_WIRE_CLOSE) {
 		/* After every answer the peer gave before it. */
 		ropcie_lx_up->conn_end(x, qp, ROPCIE_CONN_CLOSED);
 		ropcie_qp_put(qp);
-		return;
+		return 0;
 	}
-	mutex_lock(&qp->lx.wait_lock);
+	if (!answered) {
+		mutex_lock(&qp->lx.wait_lock);
+	} else if (!mutex_trylock(&qp->lx.wait_lock)) {
+		ropcie_qp_put(qp);
+		return -EBUSY;
+	}
 	/* Receives only ever get posted: a count that moved back is stale. */
 	if ((m->flags & ROPCIE_WIRE_CREDIT) &&
 	    (s32)(m->credit - qp->lx.peer_recvs) > 0)
@@ -317,4 +324,5 @@ void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
 out:
 	mutex_unlock(&qp->lx.wait_lock);
 	ropcie_qp_put(qp);
+	return 0;
 }

@@ -97,6 +97,7 @@ struct ropcie_xport *ropcie_lx_pick(u32 *gen)
  */
 void ropcie_lx_user_poll(bool busy)
 {
+	struct ropcie_qp *answered[ROPCIE_LX_USER_LINKS];
 	struct ropcie_xport *xs[ROPCIE_LX_USER_LINKS], *x;
 	unsigned long flags;
 	int i, n = 0;
@@ -113,8 +114,15 @@ void ropcie_lx_user_poll(bool busy)
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	/* Freed only after ropcie_lx_life is taken for writing. */
 	for (i = 0; i < n; i++)
-		ropcie_lx_rx_user(xs[i], busy);
+		answered[i] = ropcie_lx_rx_user(xs[i], busy);
 	up_read(&ropcie_lx_life);
+	/* Completion handlers run here, with no lock of the transport held. */
+	for (i = 0; i < n; i++) {
+		if (answered[i]) {
+			ropcie_qp_reap_now(answered[i]);
+			ropcie_qp_put(answered[i]);
+		}
+	}
 }
 
 /**

@@ -28,7 +28,8 @@
  * READ's transfer. The response consumer never waits for anything, and
  * the request consumer and the read kthread wait only for room in the
  * peer's response ring, so the two hosts cannot wait on each other in a
- * circle.
+ * circle. (Each consumer also waits for its owner bit while a user's
+ * poll serves its ring; the poll waits for none of these.)
  *
  * A requester (a QP's worker) writes the fragments of a SEND or WRITE
  * into the peer's request ring, a slot each, and waits for the verdict;
@@ -72,9 +73,13 @@
  * @task: its kthread
  * @wq: where it sleeps
  * @events: bumped by each doorbell for this ring, and each beat
- * @owner: bit 0 set while the kthread or the doorbell's fast path
- *	(ropcie_lx_rx_fast()) consumes: they take turns, the fast path
- *	only trying, and whoever holds it owns @cons, @gen and @broken
+ * @owner: bit 0 set while the kthread, the doorbell's fast path or a
+ *	user's poll (ropcie_lx_rx_fast()) consumes: they take turns, the
+ *	last two only trying, and whoever holds it owns @cons, @gen and
+ *	@broken; a poll may sleep holding it (for rq_cons_lock), so the
+ *	kthread sleeps for it
+ * @armed: the kthread sleeps with its doorbell asked for (rx_sleep): a
+ *	user's busy poll wakes it to stop asking
  * @cons: the next index to consume; read without @owner by the
  *	doorbell, to see whether the ring holds anything new
  * @gen: the generation @cons counts in
@@ -96,6 +101,7 @@ struct ropcie_lx_rx {
 	wait_queue_head_t wq;
 	atomic_t events;
 	unsigned long owner;
+	bool armed;
 	u32 cons, gen, broken;
 	u32 want_at;
 	bool traffic;
@@ -290,9 +296,9 @@ void ropcie_lx_rx_data(struct ropcie_xport *x, u32 gen,
 		       struct ropcie_lx_tx **rsp);
 void ropcie_lx_rx_request(struct ropcie_xport *x, u32 gen,
 			  const struct ropcie_wire_msg *m, void *payload);
-void ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
-			   const struct ropcie_wire_msg *m, void *payload,
-			   struct ropcie_qp **answered);
+int ropcie_lx_rx_response(struct ropcie_xport *x, u32 gen,
+			  const struct ropcie_wire_msg *m, void *payload,
+			  struct ropcie_qp **answered);
 
 /* link_read.c */
 int ropcie_lx_rx_read(struct ropcie_xport *x, u32 gen,
@@ -307,6 +313,6 @@ void ropcie_lx_rx_stream(struct ropcie_xport *x,
 /* link_consume.c */
 void ropcie_lx_rx_kick(struct ropcie_lx_rx *rx);
 int ropcie_lx_rx_thread(void *arg);
-void ropcie_lx_rx_user(struct ropcie_xport *x, bool busy);
+struct ropcie_qp *ropcie_lx_rx_user(struct ropcie_xport *x, bool busy);
 
 #endif /* ROPCIE_LINK_TRANSPORT_H */

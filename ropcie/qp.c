@@ -369,7 +369,9 @@ void ropcie_qp_reap_now(struct ropcie_qp *qp)
 		return;
 	}
 	ropcie_sq_reap(qp);
+	/* A graceful close waits for the SQ to be empty: the worker's. */
 	more = qp->sq_resend || READ_ONCE(qp->state) != IB_QPS_RTS ||
+	       READ_ONCE(qp->close_req) ||
 	       ropcie_ring_cons_slot_at(&qp->sq, qp->sq_posted);
 	ropcie_sq_release(qp);
 	if (more)
