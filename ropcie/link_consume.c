@@ -163,10 +163,11 @@ consumed:
 
 /*
  * A user's busy poll (ropcie_lx_rx_user()) lasts this long after its
- * last empty poll. A message that comes as the poller stops waits for
- * the kthread's next look: at most this and two ticks.
+ * last empty poll: longer than a poller's turn round its loop on a slow
+ * (debug, emulated) host. Meanwhile the consumers look each tick, so a
+ * message that comes as the poller stops waits at most a tick.
  */
-#define ROPCIE_LX_UPOLL_NS	NSEC_PER_MSEC
+#define ROPCIE_LX_UPOLL_NS	(10 * NSEC_PER_MSEC)
 
 /* Does @rx sleep rather than yield now (see ropcie_lx_rx_poll())? */
 static bool ropcie_lx_rx_ceded(const struct ropcie_lx_rx *rx)
