@@ -216,9 +216,9 @@ def test_remote_wait_starts_no_program(tool, topo, remote, name):
     0.2 s of the CPU that the run it watches needs. The guests' root
     shell is bash, so the wait pauses in read -t; with sleep(1) it
     would start one program per look (10 a second)."""
-    ssh = tool.Ssh(topo.remote_args)
+    ssh = tool.remote.Ssh(topo.remote_args)
     try:
-        sess = tool.RemoteSession(ssh, name + "w")
+        sess = tool.remote.RemoteSession(ssh, name + "w")
         try:
             before = int(remote.cmd(FORKS).stdout)
             t0 = time.monotonic()
