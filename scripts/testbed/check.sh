@@ -295,7 +295,8 @@ pair_stage() {
 # benchmark with exact counters, wlat against rlat; then one power
 # cut per role, loss, reordering, a short and a long silence, a carrier
 # blip, the CLI's --remote (JSON and the remote side's --histogram; Ctrl-C;
-# a wait that starts no program there),
+# a wait that starts no program there; re-runs that end at once, seen
+# by both remote sessions),
 # rping there against krping here both ways and
 # ib_write_bw both ways. (The PCI link between the two kernels is
 # two-host-ropcie's.) The rest of the two-host tests (the same faults
@@ -311,6 +312,7 @@ TWO_HOST_K+=" or loss1-ping or reorder-bw or survived[ping] or silence_for_good"
 TWO_HOST_K+=" or fails_cleanly[blip-there] or fails_cleanly[for_good-there]"
 TWO_HOST_K+=" or interrupt_removes_both_sides[remote-client]"
 TWO_HOST_K+=" or remote_histogram[remote-client] or remote_wait_starts_no_program"
+TWO_HOST_K+=" or rerun_that_ends_at_once"
 TWO_HOST_K+=" or unreachable or (test_rping_remote and 65535-reg)"
 TWO_HOST_K+=" or ib_write_bw or test_bench_timed"
 TWO_HOST_K+=" or (test_qps_exact and (remote-server-bw or remote-client-rlat))"

@@ -9,7 +9,7 @@ import math
 import os
 import time
 
-from .abi import BANDWIDTH, LATENCY, PROGRESS, STATS, TERMINAL
+from .abi import BANDWIDTH, LATENCY, PROGRESS, STATS
 from .errors import CliError, START_HINTS, describe_errno
 
 # shlex, shutil, subprocess and tempfile are imported where a remote host
@@ -149,7 +149,6 @@ class RemoteSession:
         self.name = name
         self.cfg = f"{REMOTE_CONFIGFS}/{name}"
         self.sys = f"{REMOTE_SYSFS}/{name}"
-        self.stale = None
         self.created = False
         cp = ssh.cmd(f"mkdir {self.cfg}")
         if cp.returncode:
@@ -210,11 +209,8 @@ class RemoteSession:
         pass
 
     def start(self):
-        state = self.read_state()
-        self.stale = state if state in TERMINAL else None
         cp = self.ssh.cmd(f"printf 1 > {self.cfg}/start")
         if cp.returncode:
-            self.stale = None
             err = errno_of(cp.stderr)
             hint = START_HINTS.get(err)
             raise CliError(f"{self.name} on {self.ssh.dest}: start refused: "
@@ -225,16 +221,17 @@ class RemoteSession:
         self.ssh.cmd(f"printf 0 > {self.cfg}/start 2>/dev/null")
 
     def wait(self, states, timeout=None):
-        """Poll the remote state until it is in states (a terminal state
-        seen at start() counts once the state has changed); return it,
-        or None after timeout seconds (None: no limit)."""
+        """Poll the remote state until it is in states; return it, or
+        None after timeout seconds (None: no limit). The write of start
+        sets the state to resolving before it returns
+        (krping_session_start()), so after a start() an end state is
+        that run's, however soon it ended."""
         deadline = None if timeout is None else time.monotonic() + timeout
         want = " ".join(states)
         while True:
             chunk = self.WAIT_CHUNK
             if deadline is not None:
                 chunk = min(chunk, max(0.0, deadline - time.monotonic()))
-            stale = self.stale or "-"
             # prints the state reached and exits 0, or exits 3 at the end
             # of the chunk; 10 reads a second, with the shell's builtins
             # only: a program started costs the remote's CPU (a `sleep`
@@ -242,26 +239,22 @@ class RemoteSession:
             # needs), so bash naps in `read -t` on a fifo only it holds;
             # another shell runs sleep. cat only to report a state file
             # it cannot read.
-            script = (f"f={self.sys}/state; stale={stale}; {NAP_SETUP}"
+            script = (f"f={self.sys}/state; {NAP_SETUP}"
                       "read -r up _ < /proc/uptime || exit 2; "
                       f"end=$(( ${{up%%.*}} + {math.ceil(chunk)} )); "
                       "while :; do { read -r s < $f; } 2>/dev/null || "
                       "{ cat $f; exit 2; }; "
-                      "[ \"$s\" = \"$stale\" ] || stale=-; "
                       f"case \" {want} \" in *\" $s \"*) "
-                      "[ \"$stale\" = - ] && { echo $s; exit 0; };; esac; "
+                      "echo $s; exit 0;; esac; "
                       "read -r up _ < /proc/uptime || exit 2; "
-                      "[ ${up%%.*} -ge $end ] && { echo $stale; exit 3; }; "
+                      "[ ${up%%.*} -ge $end ] && exit 3; "
                       "nap; done")
             cp = self.ssh.cmd(script, timeout=chunk + 30)
             if cp.returncode == 0:
-                self.stale = None
                 return cp.stdout.strip()
             if cp.returncode != 3:
                 raise OSError(errno_of(cp.stderr),
                               f"{self.sys}/state on {self.ssh.dest}")
-            if cp.stdout.strip() == "-":
-                self.stale = None
             if deadline is not None and time.monotonic() >= deadline:
                 return None
 
