@@ -11,7 +11,8 @@
 #                         (sources to /usr/src/krping-VERSION, dkms add,
 #                         build, install for KDIR's kernel), else kbuild's
 #                         modules_install to /lib/modules/<kver>/updates;
-#                         tools/krping to $(PREFIX)/sbin/krping, krping(8),
+#                         tools/krping to $(PREFIX)/sbin/krping (its
+#                         package to $(PREFIX)/share/krping), krping(8),
 #                         the docs to $(PREFIX)/share/doc/krping.
 #                         PREFIX=/usr, DESTDIR= (a staging tree: no dkms add)
 #   make uninstall        remove exactly what make install added

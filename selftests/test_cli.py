@@ -14,8 +14,7 @@ can miss and limits no run can meet, and the Prometheus output of "show
 
 import contextlib
 import functools
-import importlib.machinery
-import importlib.util
+import importlib
 import io
 import json
 import math
@@ -52,7 +51,7 @@ pytestmark = pytest.mark.skipif(not TOOL.exists(),
 def cli(*args, timeout=krping.TIMEOUT, env=None, check=None, process=False):
     """Run the CLI with these arguments; a CompletedProcess (text).
 
-    In this process by default: the script's main() with its stdout and
+    In this process by default: the package's main() with its stdout and
     stderr captured, its exit status the returned one (or SystemExit's).
     Starting python costs 2 to 3 s under TCG (the script compiled, its
     modules read over 9p) and most tests are about what the script does,
@@ -69,7 +68,7 @@ def cli(*args, timeout=krping.TIMEOUT, env=None, check=None, process=False):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                rc = load_tool().main(argv)
+                rc = load_tool().cli.main(argv)
             except SystemExit as e:     # argparse: --help, usage errors
                 rc = e.code
         cp = subprocess.CompletedProcess([str(TOOL)] + argv, rc,
@@ -82,13 +81,13 @@ def cli(*args, timeout=krping.TIMEOUT, env=None, check=None, process=False):
 
 @functools.cache
 def load_tool():
-    """tools/krping as a module (loaded once: the tests that patch it
-    use monkeypatch, which undoes that after the test)."""
-    loader = importlib.machinery.SourceFileLoader("krping_cli", str(TOOL))
-    spec = importlib.util.spec_from_loader("krping_cli", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    """The package of tools/krping, krpinglib, with its modules the tests
+    use as attributes (imported once: the tests that patch them use
+    monkeypatch, which undoes that after the test)."""
+    sys.path.insert(0, str(TOOL.parent))
+    for part in ("cli", "remote", "report", "session", "settings"):
+        importlib.import_module(f"krpinglib.{part}")
+    return importlib.import_module("krpinglib")
 
 
 @pytest.fixture(scope="module")
@@ -189,11 +188,12 @@ def test_help():
 @krping.STOCK_ONLY
 def test_tool_helpers(tool):
     k = tool
-    assert k.ALL_SIZES == [2 ** i for i in range(1, 24)]
-    assert k.ALL_SIZES[0] == 2 and k.ALL_SIZES[-1] == 8 * 1024 * 1024
-    assert [k.size_arg(x) for x in ("64", "4k", "64K", "1m", "4MB")] == \
+    sizes = k.settings.ALL_SIZES
+    assert sizes == [2 ** i for i in range(1, 24)]
+    assert sizes[0] == 2 and sizes[-1] == 8 * 1024 * 1024
+    assert [k.cli.size_arg(x) for x in ("64", "4k", "64K", "1m", "4MB")] == \
         [64, 4096, 65536, 1 << 20, 4 << 20]
-    assert k.LAT_HEAD == LAT_HEAD and k.BW_HEAD == BW_HEAD
+    assert k.report.LAT_HEAD == LAT_HEAD and k.report.BW_HEAD == BW_HEAD
 
 
 @krping.STOCK_ONLY
@@ -211,28 +211,28 @@ def test_is_rxe(tool, tmp_path, monkeypatch):
     dev("siw0", node_desc="Software iWARP stack")
     dev("ropcie0", node_desc="ropcie loopback")
     dev("mlx5_0", node_desc="host mlx5_0")
-    got = {n: tool.is_rxe(n, root=str(tmp_path))
+    got = {n: tool.report.is_rxe(n, root=str(tmp_path))
            for n in ("rxe0", "renamed", "bare", "siw0", "ropcie0", "mlx5_0",
                      "absent", "")}
     assert got == {"rxe0": True, "renamed": True, "bare": True,
                    "siw0": False, "ropcie0": False, "mlx5_0": False,
                    "absent": False, "": False}
     # the note: rlat only, and only for a side on this host
-    monkeypatch.setattr(tool, "is_rxe", lambda d: d == "rxe0")
+    monkeypatch.setattr(tool.report, "is_rxe", lambda d: d == "rxe0")
 
     def run(test, host, device):
         return {"test": test,
                 "sides": {"client": {"host": host, "device": device}}}
-    assert tool.rlat_note([run("wlat", None, "rxe0"),
-                           run("rlat", None, "rxe0")]) == tool.RLAT_RXE_NOTE
-    assert tool.rlat_note([run("wlat", None, "rxe0")]) is None
-    assert tool.rlat_note([run("rlat", None, "siw0")]) is None
-    assert tool.rlat_note([run("rlat", "hostb", "rxe0")]) is None
+    assert tool.report.rlat_note([run("wlat", None, "rxe0"),
+                           run("rlat", None, "rxe0")]) == tool.report.RLAT_RXE_NOTE
+    assert tool.report.rlat_note([run("wlat", None, "rxe0")]) is None
+    assert tool.report.rlat_note([run("rlat", None, "siw0")]) is None
+    assert tool.report.rlat_note([run("rlat", "hostb", "rxe0")]) is None
 
 
 @krping.STOCK_ONLY
 def test_no_module_dir(tool, monkeypatch):
-    monkeypatch.setattr(tool, "CONFIGFS", "/nonexistent/krping")
+    monkeypatch.setattr(tool.session, "CONFIGFS", "/nonexistent/krping")
     rc, _, err = inproc("pair", "--addr", krping.SERVER_ADDR)
     assert rc == 2
     assert "/nonexistent/krping not found" in err
@@ -436,20 +436,20 @@ def test_interrupts_in_a_row_remove_sessions(name):
 def interrupt_once_started(tool, name, monkeypatch):
     """Have the CLI (in this process) send itself a SIGINT once it has
     started its client session name + "c"."""
-    real_start = tool.Session.start
+    real_start = tool.session.Session.start
 
     def start_then_signal(self):
         real_start(self)
         if self.name == name + "c":
             os.kill(os.getpid(), signal.SIGINT)
-    monkeypatch.setattr(tool.Session, "start", start_then_signal)
+    monkeypatch.setattr(tool.session.Session, "start", start_then_signal)
 
 
 @krping.STOCK_ONLY
 def test_an_interrupt_during_cleanup_removes_every_session(name, tool, monkeypatch):
     """SIGINT while the CLI stops its first session after a Ctrl-C: the
     cleanup goes on and removes both."""
-    real_stop = tool.Session.stop
+    real_stop = tool.session.Session.stop
     signalled = []
 
     def stop_then_signal(self):
@@ -457,7 +457,7 @@ def test_an_interrupt_during_cleanup_removes_every_session(name, tool, monkeypat
         if not signalled:
             signalled.append(self.name)
             os.kill(os.getpid(), signal.SIGINT)
-    monkeypatch.setattr(tool.Session, "stop", stop_then_signal)
+    monkeypatch.setattr(tool.session.Session, "stop", stop_then_signal)
     interrupt_once_started(tool, name, monkeypatch)
     rc, _, err = inproc("pair", *common(count=0), "--name", name)
     monkeypatch.undo()
@@ -522,7 +522,7 @@ def test_an_interrupt_inside_a_print_to_stderr(name, tool, monkeypatch,
     interrupt_once_started(tool, name, monkeypatch)
     with contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(stream):
-        rc = tool.main([str(a) for a in ("pair", *common(count=0),
+        rc = tool.cli.main([str(a) for a in ("pair", *common(count=0),
                                           "--name", name)])
     monkeypatch.undo()
     stream.flush()
@@ -546,7 +546,7 @@ def test_a_signal_while_a_session_is_made_leaves_none(name, tool, monkeypatch):
         real_mkdir(path, *args, **kwargs)
         if os.path.basename(str(path)).startswith(name):
             os.kill(os.getpid(), signal.SIGINT)
-    monkeypatch.setattr(tool.os, "mkdir", mkdir_then_signal)
+    monkeypatch.setattr(tool.session.os, "mkdir", mkdir_then_signal)
     rc, _, err = inproc("pair", *common(count=1), "--name", name)
     monkeypatch.undo()
     assert rc == 130, err
@@ -569,9 +569,9 @@ def test_benchmark_table_and_json(name, tool, test):
     assert rc == 0
     side = json.loads(out)
     # the note under rlat on rxe (what perftest's ib_read_lat differs in)
-    noted = tool.RLAT_RXE_NOTE in cp.stderr
+    noted = tool.report.RLAT_RXE_NOTE in cp.stderr
     assert noted == (test == "rlat" and krping.PROVIDER == "rxe"), cp.stderr
-    assert tool.is_rxe(side["device"]) == (krping.PROVIDER == "rxe")
+    assert tool.report.is_rxe(side["device"]) == (krping.PROVIDER == "rxe")
     assert inproc("rm", name + "c", name + "s")[0] == 0
     fig = side["figures"]
     if test in ("bw", "sbw"):
@@ -689,7 +689,7 @@ def test_json_schema_rejects_broken_documents(validator, tool, capsys):
     with pytest.raises(ValueError):
         strict_json('{"a": NaN}')
     capsys.readouterr()
-    tool.print_json({"a": [math.nan, 1.5, -math.inf], "b": math.inf})
+    tool.report.print_json({"a": [math.nan, 1.5, -math.inf], "b": math.inf})
     assert strict_json(capsys.readouterr().out) == \
         {"a": [None, 1.5, None], "b": None}
 

@@ -7,6 +7,7 @@ session on either host, whether the run ends, is refused or is
 interrupted with Ctrl-C.
 """
 
+import errno
 import json
 import subprocess
 import time
@@ -216,9 +217,9 @@ def test_remote_wait_starts_no_program(tool, topo, remote, name):
     0.2 s of the CPU that the run it watches needs. The guests' root
     shell is bash, so the wait pauses in read -t; with sleep(1) it
     would start one program per look (10 a second)."""
-    ssh = tool.Ssh(topo.remote_args)
+    ssh = tool.remote.Ssh(topo.remote_args)
     try:
-        sess = tool.RemoteSession(ssh, name + "w")
+        sess = tool.remote.RemoteSession(ssh, name + "w")
         try:
             before = int(remote.cmd(FORKS).stdout)
             t0 = time.monotonic()
@@ -234,3 +235,55 @@ def test_remote_wait_starts_no_program(tool, topo, remote, name):
     assert forks <= WAIT_FORKS, \
         f"{forks} processes started on the remote host in a " \
         f"{secs:.1f} s wait"
+
+
+# An address no interface of the remote host has (TEST-NET-3): a server
+# bound to it fails at rdma_bind_addr(), milliseconds after its start.
+NOT_THERE = "203.0.113.9"
+RERUNS = 3
+RERUN_WAIT_S = 20
+
+
+def test_remote_rerun_that_ends_at_once_is_seen(tool, topo, name):
+    """The CLI's wait for a remote run that ends in the same state as the
+    run before it, within one look of the wait: each returns that state
+    at once, none waits for its timeout. start=1 sets the state to
+    resolving before the write returns (krping_session_start()), so an
+    end state read after a start is the new run's."""
+    ssh = tool.remote.Ssh(topo.remote_args)
+    try:
+        sess = tool.remote.RemoteSession(ssh, name + "f")
+        try:
+            sess.apply([("role", "server"), ("addr", NOT_THERE),
+                        ("port", "18999")])
+            for i in range(RERUNS):
+                t0 = time.monotonic()
+                sess.start()
+                state = sess.wait(["done", "failed", "stopped"],
+                                  timeout=RERUN_WAIT_S)
+                secs = time.monotonic() - t0
+                assert state == "failed", f"run {i}: {state!r}"
+                assert sess.error() == -errno.EADDRNOTAVAIL, f"run {i}"
+                assert secs < RERUN_WAIT_S / 2, f"run {i}: {secs:.1f} s"
+        finally:
+            sess.remove()
+    finally:
+        ssh.close()
+
+
+def test_lib_remote_rerun_that_ends_at_once_is_seen(topo, remote, name):
+    """The same for the selftests' remote session (lib/krping.py)."""
+    sess = krping.RemoteSession(remote, name + "g")
+    try:
+        sess.configure(role="server", addr=NOT_THERE, port=18998)
+        for i in range(RERUNS):
+            t0 = time.monotonic()
+            sess.start()
+            state = sess.wait_state(("done", "failed", "stopped"),
+                                    timeout=RERUN_WAIT_S)
+            secs = time.monotonic() - t0
+            assert state == "failed", f"run {i}: {state!r}"
+            assert sess.error == -errno.EADDRNOTAVAIL, f"run {i}"
+            assert secs < RERUN_WAIT_S / 2, f"run {i}: {secs:.1f} s"
+    finally:
+        sess.remove()

@@ -7,6 +7,7 @@
 #   /usr/src/krping-<version>/   the sources of rdma_krping.ko and
 #                                ropcie.ko with dkms.conf
 #   /usr/sbin/krping             tools/krping
+#   /usr/share/krping/krpinglib/ tools/krpinglib/*.py, the CLI's package
 #   /usr/share/man/man8/krping.8.gz   from Documentation/man/krping.8.rst
 #                                (rst2man, python3-docutils)
 #   /usr/share/doc/krping-dkms/  copyright, changelog.Debian.gz, the guide
@@ -67,7 +68,7 @@ fill() {
 }
 
 pkg_copy_sources "$root/usr/src/$PKG_NAME-$version" "$version"
-install -D -m 0755 "$PKG_REPO/tools/krping" "$root/usr/sbin/krping"
+pkg_install_cli "$root/usr"
 pkg_man "$root/usr/share/man/man8/krping.8.gz"
 install -d -m 0755 "$doc"
 fill "$tmpl/copyright" >"$doc/copyright"

@@ -13,7 +13,8 @@
 #       modules `make` built against KDIR, into
 #       $DESTDIR/lib/modules/<release of KDIR>/updates/, then depmod
 #       (DESTDIR empty only)
-#   the CLI: tools/krping to $DESTDIR$PREFIX/sbin/krping
+#   the CLI: tools/krping to $DESTDIR$PREFIX/sbin/krping, its package
+#     tools/krpinglib to $DESTDIR$PREFIX/share/krping/krpinglib
 #   the man page krping(8) to $DESTDIR$PREFIX/share/man/man8/krping.8.gz
 #     (when rst2man, python3-docutils, is there)
 #   the docs to $DESTDIR$PREFIX/share/doc/krping/
@@ -42,6 +43,7 @@ case ":$PATH:" in *:/usr/sbin:*) ;; *) PATH=$PATH:/usr/sbin:/sbin ;; esac
 version=$(pkg_version)
 src=$DESTDIR/usr/src/$PKG_NAME-$version
 sbin=$DESTDIR$PREFIX/sbin/krping
+clilib=$DESTDIR$PREFIX/$PKG_CLI_LIB
 man=$DESTDIR$PREFIX/share/man/man8/krping.8.gz
 doc=$DESTDIR$PREFIX/share/doc/krping
 MODULES=(rdma_krping ropcie)
@@ -100,7 +102,9 @@ do_install() {
 		[[ -n $DESTDIR ]] || depmod "$rel"
 		pkg_log "modules installed in $DESTDIR/lib/modules/$rel/updates"
 	fi
-	install -D -m 0755 "$PKG_REPO/tools/krping" "$sbin"
+	# An earlier make install may have left modules this tree lacks.
+	rm -rf "$clilib/krpinglib"
+	pkg_install_cli "$DESTDIR$PREFIX"
 	if command -v rst2man >/dev/null || command -v rst2man.py >/dev/null; then
 		pkg_man "$man"
 	else
@@ -109,7 +113,7 @@ do_install() {
 	for f in "${PKG_DOCS[@]}"; do
 		install -D -m 0644 "$PKG_REPO/$f" "$doc/${f##*/}"
 	done
-	pkg_log "installed krping $version: $sbin, $doc"
+	pkg_log "installed krping $version: $sbin, $clilib/krpinglib, $doc"
 }
 
 do_uninstall() {
@@ -137,6 +141,9 @@ do_uninstall() {
 		fi
 	fi
 	rm -f "$sbin" "$man"
+	# krpinglib is the CLI's alone (a __pycache__ of a python run too).
+	rm -rf "$clilib/krpinglib"
+	rmdir "$clilib" 2>/dev/null || true
 	for f in "${PKG_DOCS[@]}"; do
 		rm -f "$doc/${f##*/}"
 	done

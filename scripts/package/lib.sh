@@ -18,6 +18,22 @@ PKG_DOCS=(README.md Documentation/krping.rst Documentation/ropcie.rst
 pkg_log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 pkg_die() { pkg_log "error: $*"; exit 1; }
 
+# The CLI's package (tools/krpinglib): where the installed krping looks
+# for it, ../share/krping from its own directory (tools/krping says so).
+# shellcheck disable=SC2034
+PKG_CLI_LIB=share/krping
+
+# pkg_install_cli ROOT: tools/krping as ROOT/sbin/krping and its package's
+# modules (tools/krpinglib/*.py, no byte code) in ROOT/$PKG_CLI_LIB/krpinglib.
+pkg_install_cli() {
+	local root=$1 f
+	install -D -m 0755 "$PKG_REPO/tools/krping" "$root/sbin/krping"
+	install -d -m 0755 "$root/$PKG_CLI_LIB/krpinglib"
+	for f in "$PKG_REPO"/tools/krpinglib/*.py; do
+		install -m 0644 "$f" "$root/$PKG_CLI_LIB/krpinglib/${f##*/}"
+	done
+}
+
 # pkg_version: the version of scripts/package/version.
 pkg_version() { "$PKG_DIR/version"; }
 

@@ -11,7 +11,8 @@
 #   bed        the test bed's own tools tested on the host: ivshmem-server
 #              (scripts/testbed/tests; real QEMU, stopped), and a nested
 #              make check-smoke ended by signals (after build: it boots
-#              the 6.12 modules)  -> bed.tap
+#              the 6.12 modules)  -> bed.tap; the CLI's package's unit
+#              tests (tools/tests)  -> bed-krping-tool.tap
 #   selftests  selftests/run_tests.sh in a 6.12 VM  -> selftests-6.12.tap,
 #                                                 selftests-6.12-dmesg.tap
 #   selftests-6.1  the same in a 6.1 VM        -> selftests-6.1.tap,
@@ -235,11 +236,18 @@ vm_stage() {
 
 # One host: the tests that need a remote one are deselected (the pair
 # stages run them), not reported as skips.
-# The bed's own tools, on the host; pytest through the selftests' TAP
-# plugin (selftests/lib/tap.py), without a cache in the tree.
+# The bed's own tools, then the unit tests of the CLI's package
+# (tools/tests, bed-krping-tool.tap), on the host; pytest through the
+# selftests' TAP plugin (selftests/lib/tap.py), without a cache in the
+# tree. The second runs whatever the first's outcome; either failing
+# fails the stage.
 stage_bed() {
+	local rc=0
 	(cd "$TB_DIR/tests" && PYTHONPATH=$REPO_DIR/selftests /usr/bin/python3 -m pytest \
-		-p lib.tap -p no:cacheprovider --tap .) | tee "$RESULTS/bed.tap"
+		-p lib.tap -p no:cacheprovider --tap .) | tee "$RESULTS/bed.tap" || rc=$?
+	(cd "$REPO_DIR/tools/tests" && PYTHONPATH=$REPO_DIR/selftests /usr/bin/python3 -m pytest \
+		-p lib.tap -p no:cacheprovider --tap .) | tee "$RESULTS/bed-krping-tool.tap" || rc=$?
+	return "$rc"
 }
 
 ONE_HOST=(-m "not two_host")
@@ -287,7 +295,8 @@ pair_stage() {
 # benchmark with exact counters, wlat against rlat; then one power
 # cut per role, loss, reordering, a short and a long silence, a carrier
 # blip, the CLI's --remote (JSON and the remote side's --histogram; Ctrl-C;
-# a wait that starts no program there),
+# a wait that starts no program there; re-runs that end at once, seen
+# by both remote sessions),
 # rping there against krping here both ways and
 # ib_write_bw both ways. (The PCI link between the two kernels is
 # two-host-ropcie's.) The rest of the two-host tests (the same faults
@@ -303,6 +312,7 @@ TWO_HOST_K+=" or loss1-ping or reorder-bw or survived[ping] or silence_for_good"
 TWO_HOST_K+=" or fails_cleanly[blip-there] or fails_cleanly[for_good-there]"
 TWO_HOST_K+=" or interrupt_removes_both_sides[remote-client]"
 TWO_HOST_K+=" or remote_histogram[remote-client] or remote_wait_starts_no_program"
+TWO_HOST_K+=" or rerun_that_ends_at_once"
 TWO_HOST_K+=" or unreachable or (test_rping_remote and 65535-reg)"
 TWO_HOST_K+=" or ib_write_bw or test_bench_timed"
 TWO_HOST_K+=" or (test_qps_exact and (remote-server-bw or remote-client-rlat))"

@@ -224,7 +224,7 @@ show_bed_kernels() {
 leftovers() {
 	local f
 	installed && echo "package $PKG: $(dpkg-query -W -f='${db:Status-Abbrev}' "$PKG")"
-	for f in /usr/src/krping-* /var/lib/dkms/krping /usr/sbin/krping \
+	for f in /usr/src/krping-* /var/lib/dkms/krping /usr/sbin/krping /usr/share/krping \
 		/usr/share/man/man8/krping.8.gz /usr/share/doc/$PKG /usr/share/lintian/overrides/$PKG; do
 		[[ -e $f ]] && echo "$f"
 	done
@@ -258,7 +258,8 @@ dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./||' >"$out/contents"
 missing=
 for f in "usr/src/krping-$version/dkms.conf" "usr/src/krping-$version/Kbuild" \
 	"usr/src/krping-$version/krping/main.c" "usr/src/krping-$version/ropcie/main.c" \
-	usr/sbin/krping usr/share/man/man8/krping.8.gz "usr/share/doc/$PKG/copyright" \
+	usr/sbin/krping usr/share/krping/krpinglib/cli.py usr/share/man/man8/krping.8.gz \
+	"usr/share/doc/$PKG/copyright" \
 	"usr/share/doc/$PKG/changelog.Debian.gz"; do
 	grep -qxF "$f" "$out/contents" || missing+="$f "
 done

@@ -543,8 +543,10 @@ class RemoteSession(Session):
 
     def _arm(self):
         # start() and try_start() are Session's; they arm through this.
-        state = self.state
-        self._stale = state if state in TERMINAL else None
+        # Nothing to remember: the write of start sets the state to
+        # resolving before it returns (krping_session_start()), so an end
+        # state read after it is the new run's, however soon it ended.
+        self._stale = None
 
     @property
     def state(self):
@@ -580,34 +582,29 @@ class RemoteSession(Session):
         pass
 
     def wait_state(self, states, timeout=TIMEOUT):
-        """Wait until the remote state is one of states; return it. A
-        terminal state seen at start() counts only after the state was
-        seen to change (as Session.wait_state)."""
+        """Wait until the remote state is one of states; return it."""
         if isinstance(states, str):
             states = (states,)
         for s in states:
             if s not in STATES:
                 raise ValueError(f"unknown state {s!r}")
         want = " ".join(states)
-        stale = self._stale or "-"
         # Prints the state reached, or "timeout <states seen>".
         # Builtins but for sleep (lib/remote.py says why); the clock is
         # /proc/uptime's whole seconds.
-        script = (f"f={self.sys}/state; seen=; stale={stale}; "
+        script = (f"f={self.sys}/state; seen=; "
                   "read -r up _ < /proc/uptime || exit 2; "
                   f"end=$(( ${{up%%.*}} + {math.ceil(timeout)} )); "
                   "while :; do read -r s < $f || exit 2; "
                   "case \" $seen \" in *\" $s \"*) ;; *) seen=\"$seen $s\";; esac; "
-                  "[ \"$s\" = \"$stale\" ] || stale=-; "
                   f"case \" {want} \" in *\" $s \"*) "
-                  "[ \"$stale\" = - ] && { echo $s; exit 0; };; esac; "
+                  "echo $s; exit 0;; esac; "
                   "read -r up _ < /proc/uptime || exit 2; "
                   "[ ${up%%.*} -ge $end ] && { echo timeout$seen; exit 3; }; "
                   f"sleep {self.POLL}; done")
         cp = self.remote.cmd(script, check=False, timeout=timeout + 30)
         out = cp.stdout.strip()
         if cp.returncode == 0:
-            self._stale = None
             return out
         if cp.returncode == 3:
             raise StateTimeout(
