@@ -243,23 +243,31 @@ def read_per_qp(sess):
             for line in lines[1:]]
 
 
-def print_per_qp(runs, both):
-    """After the table: each connection's counters, for sides that ran
-    more than one (the sides the table shows)."""
+def shown_sides(runs, both, key):
+    """(run, side, result) of each side the table shows that has key in
+    its result: the client's; with both, or without a client, the
+    server's too."""
     for run in runs:
         sides = run["sides"]
         for side in ("client", "server"):
             res = sides.get(side)
-            if res is None or "per_qp" not in res:
+            if res is None or key not in res:
                 continue
             if side == "server" and "client" in sides and not both:
                 continue
-            print()
-            print(f"per QP, {run['size']} bytes, {side} {res['name']}:")
-            for row in res["per_qp"]:
-                counts = ", ".join(f"{k} {v}" for k, v in row.items()
-                                   if k != "qp" and v)
-                print(f" qp {row['qp']:<2d} {counts or 'nothing'}")
+            yield run, side, res
+
+
+def print_per_qp(runs, both):
+    """After the table: each connection's counters, for sides that ran
+    more than one (the sides the table shows)."""
+    for run, side, res in shown_sides(runs, both, "per_qp"):
+        print()
+        print(f"per QP, {run['size']} bytes, {side} {res['name']}:")
+        for row in res["per_qp"]:
+            counts = ", ".join(f"{k} {v}" for k, v in row.items()
+                               if k != "qp" and v)
+            print(f" qp {row['qp']:<2d} {counts or 'nothing'}")
 
 
 # --------------------------------------------------------------------------
@@ -302,16 +310,9 @@ def histogram_lines(title, hist):
 def print_histograms(runs, both):
     """After the table: the histogram of each side the table shows (the
     client's; with --both, or without a client, the server's too)."""
-    for run in runs:
-        sides = run["sides"]
-        for side in ("client", "server"):
-            res = sides.get(side)
-            if res is None or "histogram" not in res:
-                continue
-            if side == "server" and "client" in sides and not both:
-                continue
-            print()
-            for line in histogram_lines(
-                    f"latency histogram, {run['size']} bytes, {side} "
-                    f"{res['name']}", res["histogram"]):
-                print(line)
+    for run, side, res in shown_sides(runs, both, "histogram"):
+        print()
+        for line in histogram_lines(
+                f"latency histogram, {run['size']} bytes, {side} "
+                f"{res['name']}", res["histogram"]):
+            print(line)

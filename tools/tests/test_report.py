@@ -193,3 +193,24 @@ def test_per_qp_and_histogram_files(capsys):
         "\nper QP, 64 bytes, client c1:\n"
         " qp 0  send_msgs 5, recv_msgs 6\n"
         " qp 1  nothing\n")
+
+
+def test_histograms_of_the_sides_the_table_shows(capsys):
+    """--histogram prints the client's; with --both the server's too."""
+    hist = [{"low_ns": 1000, "high_ns": 1999, "count": 2}]
+    client = side(name="c1")
+    client["histogram"] = hist
+    server = side(name="s1", role="server")
+    server["histogram"] = hist
+    runs = [run_of(client=client, server=server)]
+    body = ("h: 2 samples\n"
+            "       low[usec]     high[usec]      count\n"
+            "           1.000          1.999          2 " + "#" * 40 + "\n")
+    report.print_histograms(runs, both=False)
+    assert capsys.readouterr().out == \
+        "\n" + body.replace("h:", "latency histogram, 64 bytes, client c1:")
+    report.print_histograms(runs, both=True)
+    assert capsys.readouterr().out == (
+        "\n" + body.replace("h:", "latency histogram, 64 bytes, client c1:")
+        + "\n" + body.replace("h:",
+                              "latency histogram, 64 bytes, server s1:"))
