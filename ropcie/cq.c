@@ -221,9 +221,9 @@ static int ropcie_cq_pop(struct ropcie_cq *cq, int num, struct ib_wc *wc)
 /*
  * Empty polls of a user's CQ with no req_notify_cq between them that
  * make a busy poll. ib_uverbs polls a batch one entry at a time until
- * one finds nothing, so each of its polls that returns less than asked
- * for is one; an event loop makes at most three before it waits (the
- * CQ drained, once more, and after arming).
+ * one finds nothing, so each of its system calls that returns less than
+ * asked for is one; an event loop that drains and then arms makes two
+ * or three per wait, more when its completions trickle in.
  */
 #define ROPCIE_CQ_BUSY_POLLS	8
 
