@@ -230,6 +230,7 @@ int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 			return ret;
 	}
 	run->rdma_len = sge.length;
+	run->rdma_opcode = opcode;
 	ret = ib_post_send(run->qp, &wr.wr, NULL);
 	if (!ret)
 		run->rdma_posted++;

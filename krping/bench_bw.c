@@ -40,7 +40,8 @@ static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 	u64 done = atomic64_read(&run->rdma_count);
 	u32 n;
 
-	if (!krping_wc_ok(run, wc, send ? "SEND" : "RDMA WRITE"))
+	if (!krping_wc_ok(run, wc, send ? KRPING_WR_SEND :
+					  KRPING_WR_RDMA_WRITE))
 		return;
 	n = krping_bw_batch(run, done);
 	atomic64_add(n, send ? &st->send_msgs : &st->write_msgs);

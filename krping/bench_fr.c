@@ -21,7 +21,7 @@ static void krping_fr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
 
-	if (!krping_wc_ok(run, wc, "fr LOCAL_INV"))
+	if (!krping_wc_ok(run, wc, KRPING_WR_LOCAL_INV))
 		return;
 	krping_count_inc(&run->fr_count);
 	krping_wake(run);

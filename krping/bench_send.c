@@ -50,7 +50,7 @@ static bool krping_data_recv_ok(struct krping_run *run, struct ib_wc *wc)
 {
 	struct krping_stats *st = run->stats;
 
-	if (!krping_wc_ok(run, wc, "data RECV"))
+	if (!krping_wc_ok(run, wc, KRPING_WR_RECV))
 		return false;
 	if (wc->byte_len != run->opts->size) {
 		krping_fail(run, -EPROTO);
@@ -94,7 +94,7 @@ static void krping_data_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krping_run *run = cq->cq_context;
 	struct krping_stats *st = run->stats;
 
-	if (!krping_wc_ok(run, wc, "data SEND"))
+	if (!krping_wc_ok(run, wc, KRPING_WR_SEND))
 		return;
 	atomic64_inc(&st->send_msgs);
 	atomic64_add(run->rdma_len, &st->send_bytes);
@@ -255,7 +255,7 @@ static void krping_sbw_grant_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krping_run *run = cq->cq_context;
 	int ret;
 
-	if (!krping_wc_ok(run, wc, "grant WRITE"))
+	if (!krping_wc_ok(run, wc, KRPING_WR_RDMA_WRITE))
 		return;
 	krping_heard(run);
 	run->sbw_granting = false;

@@ -102,6 +102,21 @@ struct krping_results;
  * @progress: the measured part of the current or last run
  * @results: the sysfs directory of this session
  */
+/*
+ * The work requests a failed completion names in failed_wr (results.c),
+ * by the verb of what was posted: a failed completion's opcode is not
+ * defined.
+ */
+enum krping_wr {
+	KRPING_WR_SEND,
+	KRPING_WR_RECV,
+	KRPING_WR_RDMA_WRITE,
+	KRPING_WR_RDMA_READ,
+	KRPING_WR_REG_MR,
+	KRPING_WR_LOCAL_INV,
+	KRPING_WR_NR,
+};
+
 struct krping_session {
 	struct config_item item;
 	struct mutex lock;		/* see the kernel-doc above */
@@ -111,6 +126,8 @@ struct krping_session {
 	bool dropped;
 	int state;
 	int error;
+	/* The first failed completion: krping_session_wc_failed(). */
+	atomic_t failed_wc;
 	spinlock_t result_lock;		/* see the kernel-doc above */
 	char device[IB_DEVICE_NAME_MAX];
 	struct krping_lat_summary latency;
@@ -132,6 +149,12 @@ bool krping_session_active(const struct krping_session *sess);
 void krping_session_set_state(struct krping_session *sess, int state);
 void krping_session_set_device(struct krping_session *sess,
 			       const struct ib_device *dev);
+void krping_session_wc_failed(struct krping_session *sess, enum krping_wr wr,
+			      enum ib_wc_status status);
+bool krping_session_failed_wc(const struct krping_session *sess,
+			      enum krping_wr *wr, enum ib_wc_status *status);
+const char *krping_wr_name(enum krping_wr wr);
+const char *krping_wc_status_name(enum ib_wc_status status);
 void krping_session_publish(struct krping_session *sess,
 			    const struct krping_lat_summary *lat,
 			    struct krping_lat_buckets *hist,

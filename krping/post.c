@@ -30,8 +30,11 @@ static int krping_wc_errno(enum ib_wc_status status)
 	}
 }
 
-/* Check a completion; record what a failed one means for the run. */
-bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what)
+/*
+ * Check a completion of @wr; record what a failed one means for the run,
+ * and the first that failed for the session's failed_wr and wc_status.
+ */
+bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, enum krping_wr wr)
 {
 	if (likely(wc->status == IB_WC_SUCCESS))
 		return true;
@@ -40,8 +43,9 @@ bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what)
 		krping_wake(run);
 	} else {
 		pr_debug("%s: %s failed: %s (vendor error %#x)\n",
-			 krping_run_name(run), what, ib_wc_status_msg(wc->status),
-			 wc->vendor_err);
+			 krping_run_name(run), krping_wr_name(wr),
+			 ib_wc_status_msg(wc->status), wc->vendor_err);
+		krping_session_wc_failed(run->sess, wr, wc->status);
 		krping_fail(run, krping_wc_errno(wc->status));
 	}
 	return false;
@@ -64,7 +68,7 @@ static void krping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krping_run *run = cq->cq_context;
 	struct krping_stats *st = run->stats;
 
-	if (!krping_wc_ok(run, wc, "RECV"))
+	if (!krping_wc_ok(run, wc, KRPING_WR_RECV))
 		return;
 	if (wc->byte_len != KRPING_MSG_SIZE) {
 		krping_fail(run, -EPROTO);
@@ -98,7 +102,7 @@ static void krping_fin_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS && atomic_read(&run->fin_counted))
 		return;
-	if (!krping_wc_ok(run, wc, "closing SEND"))
+	if (!krping_wc_ok(run, wc, KRPING_WR_SEND))
 		return;
 	krping_count_fin(run);
 	krping_heard(run);
@@ -110,7 +114,7 @@ static void krping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krping_run *run = cq->cq_context;
 	struct krping_stats *st = run->stats;
 
-	if (!krping_wc_ok(run, wc, "SEND"))
+	if (!krping_wc_ok(run, wc, KRPING_WR_SEND))
 		return;
 	atomic64_inc(&st->send_msgs);
 	atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
@@ -124,7 +128,8 @@ static void krping_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krping_run *run = cq->cq_context;
 	struct krping_stats *st = run->stats;
 
-	if (!krping_wc_ok(run, wc, "RDMA"))
+	if (!krping_wc_ok(run, wc, run->rdma_opcode == IB_WR_RDMA_WRITE ?
+			  KRPING_WR_RDMA_WRITE : KRPING_WR_RDMA_READ))
 		return;
 	if (wc->opcode == IB_WC_RDMA_READ) {
 		atomic64_inc(&st->read_msgs);
@@ -140,7 +145,12 @@ static void krping_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 
 static void krping_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	krping_wc_ok(cq->cq_context, wc, "REG_MR/LOCAL_INV");
+	krping_wc_ok(cq->cq_context, wc, KRPING_WR_REG_MR);
+}
+
+static void krping_inv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	krping_wc_ok(cq->cq_context, wc, KRPING_WR_LOCAL_INV);
 }
 
 int krping_post_recv(struct krping_run *run)
@@ -268,7 +278,7 @@ static int krping_build_reg(struct krping_run *run, struct krping_mr *m,
 	if (m->valid) {
 		inv->opcode = IB_WR_LOCAL_INV;
 		inv->ex.invalidate_rkey = m->mr->rkey;
-		inv->wr_cqe = &run->reg_cqe;
+		inv->wr_cqe = &run->inv_cqe;
 		inv->send_flags = IB_SEND_SIGNALED;
 		inv->next = &reg->wr;
 		*first = inv;
@@ -367,6 +377,7 @@ int krping_rdma(struct krping_run *run, enum ib_wr_opcode opcode,
 			wr.wr.ex.invalidate_rkey = reg->mr->lkey;
 	}
 	run->rdma_len = sge->length;
+	run->rdma_opcode = opcode;
 
 	ret = ib_post_send(run->qp, first, NULL);
 	if (ret)
@@ -385,4 +396,5 @@ void krping_post_init(struct krping_run *run)
 	run->fin_cqe.done = krping_fin_done;
 	run->rdma_cqe.done = krping_rdma_done;
 	run->reg_cqe.done = krping_reg_done;
+	run->inv_cqe.done = krping_inv_done;
 }

@@ -38,17 +38,28 @@ static void krping_port_event(struct ib_event_handler *handler,
 }
 
 /*
- * The provider lost the QP's connection (a link or its peer host gone):
- * a hard error, so that the flush that follows is not taken for a peer
- * that closed cleanly between iterations. Called in any context.
+ * The QP failed under the run (its connection lost, a request it made or
+ * an access it received refused): a hard error, so that the flush that
+ * follows is not taken for a peer that closed cleanly between
+ * iterations. Called in any context.
  */
 static void krping_qp_event(struct ib_event *ev, void *context)
 {
 	struct krping_run *run = context;
 
-	if (ev->event == IB_EVENT_QP_FATAL) {
-		pr_debug("%s: QP fatal error\n", krping_run_name(run));
+	pr_debug("%s: %s\n", krping_run_name(run), ib_event_msg(ev->event));
+	switch (ev->event) {
+	case IB_EVENT_QP_FATAL:
 		krping_fail(run, -ECONNRESET);
+		break;
+	case IB_EVENT_QP_REQ_ERR:
+		krping_fail(run, -EREMOTEIO);
+		break;
+	case IB_EVENT_QP_ACCESS_ERR:
+		krping_fail(run, -EACCES);
+		break;
+	default:
+		break;
 	}
 }
 

@@ -63,6 +63,84 @@ static ssize_t device_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute device_attr = __ATTR_RO(device);
 
+static const char * const krping_wr_names[] = {
+	[KRPING_WR_SEND] = "send",
+	[KRPING_WR_RECV] = "recv",
+	[KRPING_WR_RDMA_WRITE] = "rdma_write",
+	[KRPING_WR_RDMA_READ] = "rdma_read",
+	[KRPING_WR_REG_MR] = "reg_mr",
+	[KRPING_WR_LOCAL_INV] = "local_inv",
+};
+
+const char *krping_wr_name(enum krping_wr wr)
+{
+	return wr < ARRAY_SIZE(krping_wr_names) ? krping_wr_names[wr] : "?";
+}
+
+/* ib_wc_status's names in lower case, as ropcie's fail_wc/status takes. */
+static const char * const krping_wc_status_names[] = {
+	[IB_WC_SUCCESS] = "success",
+	[IB_WC_LOC_LEN_ERR] = "loc_len_err",
+	[IB_WC_LOC_QP_OP_ERR] = "loc_qp_op_err",
+	[IB_WC_LOC_EEC_OP_ERR] = "loc_eec_op_err",
+	[IB_WC_LOC_PROT_ERR] = "loc_prot_err",
+	[IB_WC_WR_FLUSH_ERR] = "wr_flush_err",
+	[IB_WC_MW_BIND_ERR] = "mw_bind_err",
+	[IB_WC_BAD_RESP_ERR] = "bad_resp_err",
+	[IB_WC_LOC_ACCESS_ERR] = "loc_access_err",
+	[IB_WC_REM_INV_REQ_ERR] = "rem_inv_req_err",
+	[IB_WC_REM_ACCESS_ERR] = "rem_access_err",
+	[IB_WC_REM_OP_ERR] = "rem_op_err",
+	[IB_WC_RETRY_EXC_ERR] = "retry_exc_err",
+	[IB_WC_RNR_RETRY_EXC_ERR] = "rnr_retry_exc_err",
+	[IB_WC_LOC_RDD_VIOL_ERR] = "loc_rdd_viol_err",
+	[IB_WC_REM_INV_RD_REQ_ERR] = "rem_inv_rd_req_err",
+	[IB_WC_REM_ABORT_ERR] = "rem_abort_err",
+	[IB_WC_INV_EECN_ERR] = "inv_eecn_err",
+	[IB_WC_INV_EEC_STATE_ERR] = "inv_eec_state_err",
+	[IB_WC_FATAL_ERR] = "fatal_err",
+	[IB_WC_RESP_TIMEOUT_ERR] = "resp_timeout_err",
+	[IB_WC_GENERAL_ERR] = "general_err",
+};
+
+const char *krping_wc_status_name(enum ib_wc_status status)
+{
+	return status < ARRAY_SIZE(krping_wc_status_names) &&
+	       krping_wc_status_names[status] ?
+	       krping_wc_status_names[status] : "?";
+}
+
+/*
+ * failed_wr and wc_status: the first work request of the current or
+ * last run whose completion failed (not a flush), and its status; empty
+ * when none did.
+ */
+static ssize_t failed_wr_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	enum ib_wc_status status;
+	enum krping_wr wr;
+
+	if (!krping_session_failed_wc(kobj_to_session(kobj), &wr, &status))
+		return sysfs_emit(buf, "\n");
+	return sysfs_emit(buf, "%s\n", krping_wr_name(wr));
+}
+
+static struct kobj_attribute failed_wr_attr = __ATTR_RO(failed_wr);
+
+static ssize_t wc_status_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	enum ib_wc_status status;
+	enum krping_wr wr;
+
+	if (!krping_session_failed_wc(kobj_to_session(kobj), &wr, &status))
+		return sysfs_emit(buf, "\n");
+	return sysfs_emit(buf, "%s\n", krping_wc_status_name(status));
+}
+
+static struct kobj_attribute wc_status_attr = __ATTR_RO(wc_status);
+
 /*
  * Writing 1 zeroes the results of a session that is not running. sysfs
  * hands over a NUL-terminated copy of the write: a NUL inside it would
@@ -130,6 +208,8 @@ static struct attribute *krping_session_attrs[] = {
 	&state_attr.attr,
 	&error_attr.attr,
 	&device_attr.attr,
+	&failed_wr_attr.attr,
+	&wc_status_attr.attr,
 	&reset_attr.attr,
 	&per_qp_attr.attr,
 	NULL,

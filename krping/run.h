@@ -187,6 +187,7 @@ struct krping_group {
  *	SENDs)
  * @data_count: slat, sbw: successful receives of the peer's data SENDs
  * @rdma_len: length of the RDMA operation in flight (for the byte counts)
+ * @rdma_opcode: its verb, for the report of a failed one
  * @rx: copy of the last message received
  * @rx_inv_rkey: rkey the last receive invalidated, 0 if none
  * @peer_addr: benchmarks: the peer's buffer, from its advertisement
@@ -219,7 +220,8 @@ struct krping_group {
  * @data_recv_cqe: slat, sbw: completion handler of a data receive
  * @data_send_cqe: slat: completion handler of a data SEND
  * @grant_cqe: sbw server: completion handler of a grant WRITE
- * @reg_cqe: completion handler of REG_MR and LOCAL_INV
+ * @reg_cqe: completion handler of REG_MR
+ * @inv_cqe: completion handler of the LOCAL_INV before a REG_MR
  * @recv_buf: receive buffer, one message
  * @send_buf: send buffer, one message
  * @start_buf: ping: the client's source the server reads; benchmarks:
@@ -290,6 +292,7 @@ struct krping_run {
 	atomic64_t rdma_count;
 	atomic64_t data_count;
 	u32 rdma_len;
+	enum ib_wr_opcode rdma_opcode;
 	struct krping_rdma_info rx;
 	u32 rx_inv_rkey;
 	u64 peer_addr;
@@ -318,6 +321,7 @@ struct krping_run {
 	struct ib_cqe data_send_cqe;
 	struct ib_cqe grant_cqe;
 	struct ib_cqe reg_cqe;
+	struct ib_cqe inv_cqe;
 
 	struct krping_buf recv_buf;
 	struct krping_buf send_buf;
@@ -420,7 +424,7 @@ static inline int krping_conn_errno(int err)
 
 /* post.c */
 void krping_post_init(struct krping_run *run);
-bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, const char *what);
+bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, enum krping_wr wr);
 int krping_post_recv(struct krping_run *run);
 int krping_post_fin(struct krping_run *run);
 void krping_count_send(struct krping_run *run);

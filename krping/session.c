@@ -95,6 +95,49 @@ static void krping_progress_reset(struct krping_progress *p)
 	WRITE_ONCE(p->end_ns, 0);
 }
 
+/*
+ * failed_wc packs the first failed completion of the current or last
+ * run into one word, so that one cmpxchg keeps the first and a reader
+ * never sees half of one: 0 for none, else (wr + 1) << 8 | status.
+ */
+#define KRPING_FAILED_WC(wr, status)	((((wr) + 1) << 8) | (status))
+
+/**
+ * krping_session_wc_failed() - note a work request that failed
+ * @sess: the session
+ * @wr: what was posted
+ * @status: its completion's status (not IB_WC_WR_FLUSH_ERR, which only
+ *	follows a failure)
+ *
+ * The first one of a run stays. Context: any; completion handlers.
+ */
+void krping_session_wc_failed(struct krping_session *sess, enum krping_wr wr,
+			      enum ib_wc_status status)
+{
+	atomic_cmpxchg(&sess->failed_wc, 0,
+		       KRPING_FAILED_WC(wr, status & 0xff));
+}
+
+/**
+ * krping_session_failed_wc() - the first failed work request of a run
+ * @sess: the session
+ * @wr: what was posted
+ * @status: its completion's status
+ *
+ * Return: false when no completion of the current or last run failed.
+ */
+bool krping_session_failed_wc(const struct krping_session *sess,
+			      enum krping_wr *wr, enum ib_wc_status *status)
+{
+	int v = atomic_read(&sess->failed_wc);
+
+	if (!v)
+		return false;
+	*wr = (v >> 8) - 1;
+	*status = v & 0xff;
+	return true;
+}
+
 /**
  * krping_session_publish() - store the figures of a finished run
  * @sess: the session
@@ -138,6 +181,7 @@ static void krping_results_clear(struct krping_session *sess)
 	for (i = 0; i < ARRAY_SIZE(sess->stats); i++)
 		krping_stats_reset(&sess->stats[i]);
 	krping_progress_reset(&sess->progress);
+	atomic_set(&sess->failed_wc, 0);
 	spin_lock(&sess->result_lock);
 	memset(&sess->latency, 0, sizeof(sess->latency));
 	old = sess->lat_hist;

@@ -203,7 +203,7 @@ static void krping_probe_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->status == IB_WC_SUCCESS)
 		krping_heard(run);
 	else if (!READ_ONCE(run->disconnected))
-		krping_wc_ok(run, wc, "keepalive READ");
+		krping_wc_ok(run, wc, KRPING_WR_RDMA_READ);
 	WRITE_ONCE(run->probing, false);
 	krping_wake(run);
 }

@@ -8,15 +8,21 @@
 
 #include "ropcie.h"
 
-static void ropcie_cq_event(struct ib_cq *ibcq)
+/**
+ * ropcie_cq_error() - tell the CQ's ULP that it overran (IB_EVENT_CQ_ERR)
+ * @cq: the CQ
+ * @why: for the log
+ */
+void ropcie_cq_error(struct ropcie_cq *cq, const char *why)
 {
+	struct ib_cq *ibcq = &cq->ibcq;
 	struct ib_event ev = {
 		.device = ibcq->device,
 		.event = IB_EVENT_CQ_ERR,
 		.element.cq = ibcq,
 	};
 
-	pr_warn_ratelimited("%s: CQ overflow\n", dev_name(&ibcq->device->dev));
+	pr_warn_ratelimited("%s: %s\n", dev_name(&ibcq->device->dev), why);
 	if (ibcq->event_handler)
 		ibcq->event_handler(&ev, ibcq->cq_context);
 }
@@ -28,7 +34,7 @@ static void ropcie_cq_irq_work(struct irq_work *work)
 	struct ib_cq *ibcq = &cq->ibcq;
 
 	if (test_and_clear_bit(ROPCIE_CQ_DEFER_ERR, &cq->deferred))
-		ropcie_cq_event(ibcq);
+		ropcie_cq_error(cq, "CQ overflow");
 	if (test_and_clear_bit(ROPCIE_CQ_DEFER_COMP, &cq->deferred) &&
 	    ibcq->comp_handler)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
@@ -45,6 +51,8 @@ int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	/* A user's CQ (@attrs set) is polled through ib_uverbs: no mmap. */
 	if (attr->flags || !attr->cqe || attr->cqe > ROPCIE_MAX_CQE)
 		return -EINVAL;
+	if (ropcie_fault_verb(dev, ROPCIE_FAULT_CREATE_CQ))
+		return -ENOMEM;
 	if (atomic_inc_return(&dev->num_cq) > ROPCIE_MAX_CQ) {
 		ret = -ENOMEM;
 		goto err;
@@ -136,7 +144,7 @@ int ropcie_cq_signal(struct ropcie_cq *cq, unsigned long todo, bool defer)
 		return ret;
 	}
 	if (overflow)
-		ropcie_cq_event(ibcq);
+		ropcie_cq_error(cq, "CQ overflow");
 	if (notify && ibcq->comp_handler)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
 	return ret;

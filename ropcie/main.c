@@ -261,6 +261,7 @@ static void ropcie_dealloc_driver(struct ib_device *ibdev)
 {
 	struct ropcie_dev *dev = to_rdev(ibdev);
 
+	ropcie_fault_remove(dev);
 	mutex_lock(&ropcie_devices_lock);
 	list_del_init(&dev->list);
 	mutex_unlock(&ropcie_devices_lock);
@@ -400,6 +401,7 @@ static int ropcie_newlink(const char *name, struct net_device *netdev)
 		ib_dealloc_device(ibdev);
 		return ret;
 	}
+	ropcie_fault_add(dev);
 	pr_info("%s: created on %s\n", dev_name(&ibdev->dev), netdev->name);
 	return 0;
 
@@ -414,7 +416,8 @@ static struct rdma_link_ops ropcie_link_ops = {
 	.newlink = ropcie_newlink,
 };
 
-static void ropcie_port_event(struct ropcie_dev *dev, enum ib_event_type type)
+/* Tell the ULPs of an event of @dev's port (its element is port 1). */
+void ropcie_port_event(struct ropcie_dev *dev, enum ib_event_type type)
 {
 	struct ib_event ev = {
 		.device = &dev->ibdev,
@@ -423,6 +426,30 @@ static void ropcie_port_event(struct ropcie_dev *dev, enum ib_event_type type)
 	};
 
 	ib_dispatch_event(&ev);
+}
+
+static void __ropcie_set_port_state(struct ropcie_dev *dev,
+				    enum ib_port_state state)
+{
+	lockdep_assert_held(&ropcie_devices_lock);
+	dev->port_state = state;
+	ropcie_port_event(dev, state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
+							 IB_EVENT_PORT_ERR);
+}
+
+/**
+ * ropcie_set_port_state() - the port goes up or down
+ * @dev: the device
+ * @state: IB_PORT_ACTIVE or IB_PORT_DOWN
+ *
+ * query_port reports @state from here on, and the ULPs hear of it
+ * (PORT_ACTIVE or PORT_ERR), as on a carrier change of its netdev.
+ */
+void ropcie_set_port_state(struct ropcie_dev *dev, enum ib_port_state state)
+{
+	mutex_lock(&ropcie_devices_lock);
+	__ropcie_set_port_state(dev, state);
+	mutex_unlock(&ropcie_devices_lock);
 }
 
 static int ropcie_netdev_event(struct notifier_block *nb, unsigned long event,
@@ -438,17 +465,13 @@ static int ropcie_netdev_event(struct notifier_block *nb, unsigned long event,
 	switch (event) {
 	case NETDEV_UP:
 	case NETDEV_CHANGE:
-		if (netif_running(netdev) && netif_carrier_ok(netdev)) {
-			dev->port_state = IB_PORT_ACTIVE;
-			ropcie_port_event(dev, IB_EVENT_PORT_ACTIVE);
-		} else if (event == NETDEV_CHANGE) {
-			dev->port_state = IB_PORT_DOWN;
-			ropcie_port_event(dev, IB_EVENT_PORT_ERR);
-		}
+		if (netif_running(netdev) && netif_carrier_ok(netdev))
+			__ropcie_set_port_state(dev, IB_PORT_ACTIVE);
+		else if (event == NETDEV_CHANGE)
+			__ropcie_set_port_state(dev, IB_PORT_DOWN);
 		break;
 	case NETDEV_DOWN:
-		dev->port_state = IB_PORT_DOWN;
-		ropcie_port_event(dev, IB_EVENT_PORT_ERR);
+		__ropcie_set_port_state(dev, IB_PORT_DOWN);
 		break;
 	case NETDEV_CHANGEADDR:
 		ropcie_port_event(dev, IB_EVENT_GID_CHANGE);

@@ -90,6 +90,8 @@ struct ib_mr *ropcie_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
 
 	if (access & IB_ACCESS_ON_DEMAND)
 		return ERR_PTR(-EOPNOTSUPP);
+	if (ropcie_fault_verb(to_rdev(pd->device), ROPCIE_FAULT_REG_MR))
+		return ERR_PTR(-ENOMEM);
 	/* ib_umem_get(): pins within RLIMIT_MEMLOCK or with CAP_IPC_LOCK. */
 	umem = krping_compat_umem_get(pd->device, start, len, access);
 	if (IS_ERR(umem))
@@ -128,6 +130,8 @@ struct ib_mr *ropcie_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!max_num_sg || max_num_sg > ROPCIE_MAX_FR_PAGES)
 		return ERR_PTR(-EINVAL);
+	if (ropcie_fault_verb(to_rdev(pd->device), ROPCIE_FAULT_ALLOC_MR))
+		return ERR_PTR(-ENOMEM);
 	mr = ropcie_mr_new(pd, 0, false);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);

@@ -178,12 +178,15 @@ static void ropcie_sq_retire(struct ropcie_qp *qp,
 			     const struct ropcie_sqe *sqe, struct ib_wc *wc,
 			     bool inline_exec)
 {
-	/* Unsignaled work completes only when it failed. */
-	bool signaled = wc->status != IB_WC_SUCCESS || qp->sig_all ||
-			(sqe->send_flags & IB_SEND_SIGNALED);
+	enum ib_wc_opcode opcode = ropcie_wc_opcode(sqe->opcode);
+	bool signaled;
 
+	ropcie_fault_wc(qp, opcode, &wc->status);
+	/* Unsignaled work completes only when it failed. */
+	signaled = wc->status != IB_WC_SUCCESS || qp->sig_all ||
+		   (sqe->send_flags & IB_SEND_SIGNALED);
 	wc->wr_id = sqe->wr_id;
-	wc->opcode = ropcie_wc_opcode(sqe->opcode);
+	wc->opcode = opcode;
 	wc->qp = &qp->ibqp;
 	qp->sq_resend = false;
 	ropcie_ring_consume(&qp->sq);
@@ -521,6 +524,8 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	    cap->max_send_sge > ROPCIE_MAX_SGE ||
 	    cap->max_recv_sge > ROPCIE_MAX_SGE || cap->max_inline_data)
 		return -EINVAL;
+	if (ropcie_fault_verb(dev, ROPCIE_FAULT_CREATE_QP))
+		return -ENOMEM;
 	if (udata && atomic_inc_return(&dev->num_user_qp) > ROPCIE_MAX_USER_QP) {
 		ret = -ENOSPC;
 		goto err_user;

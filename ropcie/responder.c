@@ -149,6 +149,7 @@ void ropcie_respond_done(struct ropcie_qp *tqp, struct ropcie_inmsg *in)
 	in->recv_done = false;
 	/* The entry is free before a poller can see its completion. */
 	ropcie_ring_consume(&tqp->rq);
+	ropcie_fault_wc(tqp, IB_WC_RECV, &in->rst);
 	todo = ropcie_recv_push(tqp, in->wr_id, in->rst, in->len, in->inv,
 				in->solicited);
 	mutex_unlock(&tqp->rq_cons_lock);

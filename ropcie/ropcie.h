@@ -27,6 +27,7 @@
 #include <rdma/iw_cm.h>
 
 #include "../compat/compat.h"
+#include "fault.h"
 #include "ring.h"
 #include "wire.h"
 
@@ -61,6 +62,7 @@ struct ropcie_dev {
 	enum ib_port_state port_state;
 	atomic_t num_qp, num_cq, num_mr, num_pd;
 	atomic_t num_user_qp;
+	struct ropcie_faults faults;	/* fault.c */
 };
 
 /* A process's open of the device (uverbs.c). */
@@ -336,6 +338,8 @@ extern unsigned int ropcie_irq_serve_max;
 extern unsigned int ropcie_rx_poll_us;
 extern unsigned int ropcie_connect_timeout_ms;
 extern bool ropcie_profile;
+void ropcie_port_event(struct ropcie_dev *dev, enum ib_event_type type);
+void ropcie_set_port_state(struct ropcie_dev *dev, enum ib_port_state state);
 
 enum ropcie_prof_stage {
 	ROPCIE_PROF_POST,	/* post_send, entry to return */
@@ -401,6 +405,7 @@ unsigned long ropcie_cq_push(struct ropcie_cq *cq, const struct ib_wc *wc,
 			     bool solicited);
 int ropcie_cq_signal(struct ropcie_cq *cq, unsigned long todo, bool defer);
 void ropcie_cq_clean(struct ropcie_cq *cq, const struct ib_qp *ibqp);
+void ropcie_cq_error(struct ropcie_cq *cq, const char *why);
 
 /* mr.c */
 struct ib_mr *ropcie_get_dma_mr(struct ib_pd *pd, int access);

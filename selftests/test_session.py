@@ -32,6 +32,7 @@ def test_defaults(pool):
     assert s.state == "idle"
     assert s.error == 0
     assert s.device == ""
+    assert s.failed_wc == ("", "")
     assert s.stats() == {name: 0 for name in krping.STATS}
 
 
@@ -39,6 +40,7 @@ def test_attribute_files(pool):
     s = pool.session("d")
     assert sorted(os.listdir(s.cfg)) == sorted(krping.ALL_ATTRS)
     assert sorted(os.listdir(s.sys)) == sorted(["state", "error", "device",
+                                                "failed_wr", "wc_status",
                                                 "reset", "per_qp", "stats",
                                                 "latency", "bandwidth",
                                                 "progress"])
@@ -51,8 +53,8 @@ def test_attribute_files(pool):
 def test_no_attribute_is_world_or_group_writable(pool):
     s = pool.session("d")
     paths = [s.cfg / a for a in krping.ALL_ATTRS]
-    paths += [s.sys / f for f in ("state", "error", "device", "reset",
-                                  "per_qp")]
+    paths += [s.sys / f for f in ("state", "error", "device", "failed_wr",
+                                  "wc_status", "reset", "per_qp")]
     paths += [s.sys / "stats" / f for f in krping.STATS]
     paths += [s.sys / "latency" / f for f in krping.LATENCY]
     paths += [s.sys / "bandwidth" / f for f in krping.BANDWIDTH]

@@ -373,6 +373,13 @@ class Session:
     def device(self):
         return read_text(self.sys / "device")
 
+    @property
+    def failed_wc(self):
+        """(failed_wr, wc_status): the first work request of the run
+        whose completion failed, and its status; ("", "") for none."""
+        return (read_text(self.sys / "failed_wr"),
+                read_text(self.sys / "wc_status"))
+
     def stat(self, name):
         return int(read_text(self.sys / "stats" / name))
 

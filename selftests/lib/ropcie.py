@@ -164,3 +164,105 @@ def profile_on():
     with open(PROFILE, "w") as f:
         f.write("0\n")
     return saved
+
+
+# --- fault injection (ropcie/fault.c, debugfs ropcie/<device>/) ----------
+
+FAULT_ATTRS = ("probability", "interval", "times", "space", "verbose")
+FAULT_VERBS = ("create_qp", "create_cq", "alloc_mr", "reg_mr")
+# What a new device's knobs read: every fault off.
+FAULTS_OFF = {
+    **{f"fail_wc/{a}": v for a, v in zip(FAULT_ATTRS,
+                                         ("100", "1", "0", "0", "0"))},
+    "fail_wc/opcode": "any", "fail_wc/status": "retry_exc_err",
+    "fail_wc/qpn": "-1",
+    **{f"fail_{verb}/{a}": v for verb in FAULT_VERBS
+       for a, v in zip(FAULT_ATTRS, ("100", "1", "0", "0", "0"))},
+}
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(f"{value}\n")
+
+
+def write_errno(path, value):
+    """Write value to path: 0, or the errno of the refusal."""
+    try:
+        write(path, value)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def fault_dir(dev=ROPCIE_DEV):
+    """debugfs ropcie/<dev>/ as a Path, debugfs mounted."""
+    from pathlib import Path
+    if not os.path.ismount("/sys/kernel/debug"):
+        sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
+    d = Path("/sys/kernel/debug/ropcie") / dev
+    if not d.is_dir():
+        missing(f"{d} missing: ropcie.ko without fault injection")
+    return d
+
+
+def fault_settings(d):
+    return {k: read(d / k) for k in FAULTS_OFF}
+
+
+def faults_off(d):
+    """Every fault of the device off, its knobs as a new device's."""
+    for k, v in FAULTS_OFF.items():
+        write(d / k, v)
+
+
+def arm(attr_dir, times=1, interval=1, space=0, probability=100):
+    """A fault directory's when-to-strike knobs, times last."""
+    write(attr_dir / "probability", probability)
+    write(attr_dir / "interval", interval)
+    write(attr_dir / "space", space)
+    write(attr_dir / "times", times)
+
+
+def arm_fail_wc(d, opcode, status, qpn=-1, **when):
+    """fail_wc/: completions of opcode (of QP qpn) fail with status."""
+    write(d / "fail_wc" / "opcode", opcode)
+    write(d / "fail_wc" / "status", status)
+    write(d / "fail_wc" / "qpn", qpn)
+    arm(d / "fail_wc", **when)
+
+
+def kernel_resources(kind=None, dev=ROPCIE_DEV):
+    """The restrack entries (qp, cq, mr, pd; all four when kind is None)
+    of kernel users other than ib_core on dev."""
+    found = []
+    for k in (kind,) if kind else ("qp", "cq", "mr", "pd"):
+        cp = sh("rdma", "-j", "resource", "show", k)
+        found += [dict(r, kind=k) for r in json.loads(cp.stdout or "[]")
+                  if r.get("ifname", r.get("dev")) == dev and
+                  r.get("comm") not in ("[ib_core]", "ib_core") and
+                  r.get("pid") is None]
+    return found
+
+
+def session_qpn(sess, dev=ROPCIE_DEV):
+    """The QP number of a connected session's QP: its cm_id's, the one
+    on dev whose local port (a server's) or remote port (a client's) is
+    the session's port."""
+    port = int(sess.get("port"))
+    role = sess.get("role")
+    end = "src" if role == "server" else "dst"
+    cp = sh("rdma", "-j", "resource", "show", "cm_id")
+    for e in json.loads(cp.stdout or "[]"):
+        if e.get("ifname") != dev or e.get("state") == "LISTEN" or \
+                "lqpn" not in e:
+            continue
+        addr_port = str(e.get(f"{end}-addr", "")).rsplit(":", 1)[-1]
+        if str(e.get(f"{end}-port", addr_port)) == str(port):
+            return int(e["lqpn"])
+    raise AssertionError(f"no cm_id of {sess.name} on {dev}: {cp.stdout}")

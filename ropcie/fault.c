@@ -1,0 +1,521 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ropcie as a fault-injecting device: what a real RDMA device does when
+ * its network, its peer or its own resources fail, on demand, so that a
+ * ULP's error paths can be tested. Per device, in debugfs
+ * ropcie/<device>/ (root only, not a stable interface):
+ *
+ *   fail_wc/          work completions that fail with a chosen status
+ *   fail_create_qp/   resource verbs that fail with -ENOMEM
+ *   fail_create_cq/
+ *   fail_alloc_mr/
+ *   fail_reg_mr/
+ *   event             async events: a QP's, a CQ's, the port's, the
+ *                     device's, each with the state change it implies
+ *
+ * Each fail_* directory decides when to strike as the kernel's fault
+ * attributes do (probability, interval, times, space, verbose), without
+ * CONFIG_FAULT_INJECTION, which Debian's kernels lack. Until a fault is
+ * first armed, a static key keeps the data path's checks out of it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/random.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <rdma/restrack.h>
+
+#include "ropcie.h"
+
+DEFINE_STATIC_KEY_FALSE(ropcie_fault_armed);
+
+/* The opcodes fail_wc/opcode names, as the completion names them. */
+static const struct {
+	const char *name;
+	enum ib_wc_opcode opcode;
+} ropcie_fault_opcodes[] = {
+	{ "send", IB_WC_SEND },
+	{ "rdma_write", IB_WC_RDMA_WRITE },
+	{ "rdma_read", IB_WC_RDMA_READ },
+	{ "local_inv", IB_WC_LOCAL_INV },
+	{ "reg_mr", IB_WC_REG_MR },
+	{ "recv", IB_WC_RECV },
+};
+
+/* The statuses fail_wc/status takes: ib_wc_status's names in lower case. */
+static const char * const ropcie_fault_statuses[] = {
+	[IB_WC_LOC_LEN_ERR] = "loc_len_err",
+	[IB_WC_LOC_QP_OP_ERR] = "loc_qp_op_err",
+	[IB_WC_LOC_PROT_ERR] = "loc_prot_err",
+	[IB_WC_WR_FLUSH_ERR] = "wr_flush_err",
+	[IB_WC_MW_BIND_ERR] = "mw_bind_err",
+	[IB_WC_BAD_RESP_ERR] = "bad_resp_err",
+	[IB_WC_LOC_ACCESS_ERR] = "loc_access_err",
+	[IB_WC_REM_INV_REQ_ERR] = "rem_inv_req_err",
+	[IB_WC_REM_ACCESS_ERR] = "rem_access_err",
+	[IB_WC_REM_OP_ERR] = "rem_op_err",
+	[IB_WC_RETRY_EXC_ERR] = "retry_exc_err",
+	[IB_WC_RNR_RETRY_EXC_ERR] = "rnr_retry_exc_err",
+	[IB_WC_REM_ABORT_ERR] = "rem_abort_err",
+	[IB_WC_FATAL_ERR] = "fatal_err",
+	[IB_WC_RESP_TIMEOUT_ERR] = "resp_timeout_err",
+	[IB_WC_GENERAL_ERR] = "general_err",
+};
+
+static const char * const ropcie_fault_verb_names[] = {
+	[ROPCIE_FAULT_CREATE_QP] = "create_qp",
+	[ROPCIE_FAULT_CREATE_CQ] = "create_cq",
+	[ROPCIE_FAULT_ALLOC_MR] = "alloc_mr",
+	[ROPCIE_FAULT_REG_MR] = "reg_mr",
+};
+
+/*
+ * Does the fault strike on this matching call? In the order of the
+ * kernel's should_fail(): times, space, interval, probability. Exactly
+ * @times calls fail, however many race for the last one.
+ */
+static bool ropcie_fault_strikes(struct ropcie_fault_attr *a,
+				 const char *what)
+{
+	int times = atomic_read(&a->times);
+	u32 interval = READ_ONCE(a->interval);
+	u32 verbose;
+
+	if (!times)
+		return false;
+	if (atomic_add_unless(&a->space, -1, 0))
+		return false;
+	if (interval > 1 && atomic_inc_return(&a->count) % interval)
+		return false;
+	if (READ_ONCE(a->probability) <= get_random_u32_below(100))
+		return false;
+	if (times != -1 && !atomic_add_unless(&a->times, -1, 0))
+		return false;
+	verbose = READ_ONCE(a->verbose);
+	if (verbose)
+		pr_notice("injected fault: %s\n", what);
+	if (verbose > 1)
+		dump_stack();
+	return true;
+}
+
+void __ropcie_fault_wc(struct ropcie_qp *qp, enum ib_wc_opcode opcode,
+		       enum ib_wc_status *status)
+{
+	struct ropcie_faults *f = &qp->dev->faults;
+	int want_op = READ_ONCE(f->wc_opcode);
+	int want_qpn = READ_ONCE(f->wc_qpn);
+	enum ib_wc_status st;
+
+	if (want_op >= 0 && want_op != opcode)
+		return;
+	if (want_qpn >= 0 && want_qpn != qp->ibqp.qp_num)
+		return;
+	if (!ropcie_fault_strikes(&f->wc, "fail_wc"))
+		return;
+	st = READ_ONCE(f->wc_status);
+	pr_debug("%s: QP %u: completion of opcode %d fails with %s\n",
+		 dev_name(&qp->dev->ibdev.dev), qp->ibqp.qp_num, opcode,
+		 ropcie_fault_statuses[st]);
+	*status = st;
+}
+
+bool __ropcie_fault_verb(struct ropcie_dev *dev, enum ropcie_fault_verb verb)
+{
+	return ropcie_fault_strikes(&dev->faults.verb[verb],
+				    ropcie_fault_verb_names[verb]);
+}
+
+/* Copy a short command from user space into @buf, without its newline. */
+static int ropcie_fault_get_line(char *buf, size_t size,
+				 const char __user *ubuf, size_t len)
+{
+	if (!len || len >= size)
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	if (strlen(buf) != len)
+		return -EINVAL;
+	strim(buf);
+	return 0;
+}
+
+/* times: arming one turns the static key on, for good. */
+static int ropcie_fault_times_get(void *data, u64 *val)
+{
+	*val = (u64)(s64)atomic_read(data);
+	return 0;
+}
+
+static int ropcie_fault_times_set(void *data, u64 val)
+{
+	s64 v = (s64)val;
+
+	if (v < -1 || v > INT_MAX)
+		return -ERANGE;
+	if (v)
+		static_branch_enable(&ropcie_fault_armed);
+	atomic_set(data, (int)v);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE_SIGNED(ropcie_fault_times_fops,
+				ropcie_fault_times_get, ropcie_fault_times_set,
+				"%lld\n");
+
+static void ropcie_fault_attr_add(struct ropcie_fault_attr *a,
+				  struct dentry *dir)
+{
+	/* As the kernel's defaults: every call a candidate, none fails. */
+	a->probability = 100;
+	a->interval = 1;
+	debugfs_create_u32("probability", 0600, dir, &a->probability);
+	debugfs_create_u32("interval", 0600, dir, &a->interval);
+	debugfs_create_file_unsafe("times", 0600, dir, &a->times,
+				   &ropcie_fault_times_fops);
+	debugfs_create_atomic_t("space", 0600, dir, &a->space);
+	debugfs_create_u32("verbose", 0600, dir, &a->verbose);
+}
+
+/* fail_wc/opcode: a name of ropcie_fault_opcodes, or "any". */
+static int ropcie_fault_opcode_show(struct seq_file *m, void *unused)
+{
+	struct ropcie_faults *f = m->private;
+	int op = READ_ONCE(f->wc_opcode);
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ropcie_fault_opcodes); i++)
+		if (ropcie_fault_opcodes[i].opcode == op)
+			break;
+	seq_printf(m, "%s\n", i < ARRAY_SIZE(ropcie_fault_opcodes) ?
+		   ropcie_fault_opcodes[i].name : "any");
+	return 0;
+}
+
+static int ropcie_fault_opcode_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, ropcie_fault_opcode_show, inode->i_private);
+}
+
+static ssize_t ropcie_fault_opcode_write(struct file *file,
+					 const char __user *ubuf, size_t len,
+					 loff_t *ppos)
+{
+	struct ropcie_faults *f = file_inode(file)->i_private;
+	unsigned int i;
+	char buf[16];
+	int ret;
+
+	ret = ropcie_fault_get_line(buf, sizeof(buf), ubuf, len);
+	if (ret)
+		return ret;
+	if (!strcmp(buf, "any")) {
+		WRITE_ONCE(f->wc_opcode, -1);
+		return len;
+	}
+	for (i = 0; i < ARRAY_SIZE(ropcie_fault_opcodes); i++) {
+		if (!strcmp(buf, ropcie_fault_opcodes[i].name)) {
+			WRITE_ONCE(f->wc_opcode, ropcie_fault_opcodes[i].opcode);
+			return len;
+		}
+	}
+	return -EINVAL;
+}
+
+static const struct file_operations ropcie_fault_opcode_fops = {
+	.owner = THIS_MODULE,
+	.open = ropcie_fault_opcode_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.write = ropcie_fault_opcode_write,
+	.release = single_release,
+};
+
+/* fail_wc/status: a name of ropcie_fault_statuses. */
+static int ropcie_fault_status_show(struct seq_file *m, void *unused)
+{
+	struct ropcie_faults *f = m->private;
+
+	seq_printf(m, "%s\n", ropcie_fault_statuses[READ_ONCE(f->wc_status)]);
+	return 0;
+}
+
+static int ropcie_fault_status_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, ropcie_fault_status_show, inode->i_private);
+}
+
+static ssize_t ropcie_fault_status_write(struct file *file,
+					 const char __user *ubuf, size_t len,
+					 loff_t *ppos)
+{
+	struct ropcie_faults *f = file_inode(file)->i_private;
+	unsigned int i;
+	char buf[24];
+	int ret;
+
+	ret = ropcie_fault_get_line(buf, sizeof(buf), ubuf, len);
+	if (ret)
+		return ret;
+	/* Not match_string(): it ends at the table's first hole. */
+	for (i = 0; i < ARRAY_SIZE(ropcie_fault_statuses); i++) {
+		if (ropcie_fault_statuses[i] &&
+		    !strcmp(buf, ropcie_fault_statuses[i])) {
+			WRITE_ONCE(f->wc_status, i);
+			return len;
+		}
+	}
+	return -EINVAL;
+}
+
+static const struct file_operations ropcie_fault_status_fops = {
+	.owner = THIS_MODULE,
+	.open = ropcie_fault_status_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.write = ropcie_fault_status_write,
+	.release = single_release,
+};
+
+/* fail_wc/qpn: a QP number, or -1 for any. */
+static int ropcie_fault_qpn_get(void *data, u64 *val)
+{
+	*val = (u64)(s64)READ_ONCE(*(int *)data);
+	return 0;
+}
+
+static int ropcie_fault_qpn_set(void *data, u64 val)
+{
+	s64 v = (s64)val;
+
+	if (v < -1 || v > 0xffffff)
+		return -ERANGE;
+	WRITE_ONCE(*(int *)data, (int)v);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE_SIGNED(ropcie_fault_qpn_fops,
+				ropcie_fault_qpn_get, ropcie_fault_qpn_set,
+				"%lld\n");
+
+/* A QP of @dev by number, with a reference, or NULL. */
+static struct ropcie_qp *ropcie_fault_get_qp(struct ropcie_dev *dev, u32 qpn)
+{
+	struct ropcie_qp *qp;
+	unsigned long flags;
+
+	/* Destroy erases the QP under this lock before it drops its ref. */
+	xa_lock_irqsave(&dev->qp_xa, flags);
+	qp = xa_load(&dev->qp_xa, qpn);
+	if (qp)
+		ropcie_qp_get(qp);
+	xa_unlock_irqrestore(&dev->qp_xa, flags);
+	return qp;
+}
+
+/* Tell @qp's ULP of @type, then move @qp to error, as hardware does. */
+static void ropcie_fault_qp_event(struct ropcie_qp *qp,
+				  enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.event = type,
+		.element.qp = &qp->ibqp,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	ropcie_qp_set_error(qp);
+}
+
+/*
+ * Move every QP of @dev that uses @cq (any, when NULL) to error: what a
+ * device does to them on a CQ's overrun, or on a fatal error of its own.
+ */
+static void ropcie_fault_qps_to_error(struct ropcie_dev *dev,
+				      struct ropcie_cq *cq)
+{
+	struct ropcie_qp *qp;
+	unsigned long index;
+
+	xa_lock_irq(&dev->qp_xa);
+	xa_for_each(&dev->qp_xa, index, qp) {
+		if (cq && qp->scq != cq && qp->rcq != cq)
+			continue;
+		ropcie_qp_get(qp);
+		xa_unlock_irq(&dev->qp_xa);
+		ropcie_qp_set_error(qp);
+		ropcie_qp_put(qp);
+		xa_lock_irq(&dev->qp_xa);
+	}
+	xa_unlock_irq(&dev->qp_xa);
+}
+
+/* cq_err CQN: @cqn is the CQ's number in `rdma res show cq`. */
+static int ropcie_fault_cq_err(struct ropcie_dev *dev, u32 cqn)
+{
+	struct rdma_restrack_entry *res;
+	struct ib_cq *ibcq;
+
+	res = rdma_restrack_get_byid(&dev->ibdev, RDMA_RESTRACK_CQ, cqn);
+	if (IS_ERR(res))
+		return PTR_ERR(res);
+	ibcq = container_of(res, struct ib_cq, res);
+	ropcie_cq_error(to_rcq(ibcq), "injected CQ error");
+	ropcie_fault_qps_to_error(dev, to_rcq(ibcq));
+	rdma_restrack_put(res);
+	return 0;
+}
+
+enum ropcie_fault_event {
+	ROPCIE_EV_QP_FATAL,
+	ROPCIE_EV_QP_REQ_ERR,
+	ROPCIE_EV_QP_ACCESS_ERR,
+	ROPCIE_EV_CQ_ERR,
+	ROPCIE_EV_PORT_ERR,
+	ROPCIE_EV_PORT_ACTIVE,
+	ROPCIE_EV_DEVICE_FATAL,
+};
+
+/* The events' names in the event file; the first four take a number. */
+static const char * const ropcie_fault_events[] = {
+	[ROPCIE_EV_QP_FATAL] = "qp_fatal",
+	[ROPCIE_EV_QP_REQ_ERR] = "qp_req_err",
+	[ROPCIE_EV_QP_ACCESS_ERR] = "qp_access_err",
+	[ROPCIE_EV_CQ_ERR] = "cq_err",
+	[ROPCIE_EV_PORT_ERR] = "port_err",
+	[ROPCIE_EV_PORT_ACTIVE] = "port_active",
+	[ROPCIE_EV_DEVICE_FATAL] = "device_fatal",
+};
+
+static const enum ib_event_type ropcie_fault_qp_events[] = {
+	[ROPCIE_EV_QP_FATAL] = IB_EVENT_QP_FATAL,
+	[ROPCIE_EV_QP_REQ_ERR] = IB_EVENT_QP_REQ_ERR,
+	[ROPCIE_EV_QP_ACCESS_ERR] = IB_EVENT_QP_ACCESS_ERR,
+};
+
+static int ropcie_fault_event(struct ropcie_dev *dev,
+			      enum ropcie_fault_event ev, u32 num)
+{
+	struct ropcie_qp *qp;
+
+	switch (ev) {
+	case ROPCIE_EV_QP_FATAL:
+	case ROPCIE_EV_QP_REQ_ERR:
+	case ROPCIE_EV_QP_ACCESS_ERR:
+		qp = ropcie_fault_get_qp(dev, num);
+		if (!qp)
+			return -ENOENT;
+		ropcie_fault_qp_event(qp, ropcie_fault_qp_events[ev]);
+		ropcie_qp_put(qp);
+		return 0;
+	case ROPCIE_EV_CQ_ERR:
+		return ropcie_fault_cq_err(dev, num);
+	case ROPCIE_EV_PORT_ERR:
+		ropcie_set_port_state(dev, IB_PORT_DOWN);
+		return 0;
+	case ROPCIE_EV_PORT_ACTIVE:
+		ropcie_set_port_state(dev, IB_PORT_ACTIVE);
+		return 0;
+	case ROPCIE_EV_DEVICE_FATAL:
+		/*
+		 * ib_core hands the event to its handlers from ib_wq: they
+		 * hear it before the QPs flush, so that the flushes are
+		 * taken for what they follow.
+		 */
+		ropcie_port_event(dev, IB_EVENT_DEVICE_FATAL);
+		flush_workqueue(ib_wq);
+		ropcie_fault_qps_to_error(dev, NULL);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/*
+ * event: "qp_fatal QPN", "qp_req_err QPN", "qp_access_err QPN",
+ * "cq_err CQN", "port_err", "port_active" or "device_fatal". -EINVAL for
+ * an unknown event or a number missing or given where none belongs,
+ * -ENOENT for a QP or CQ that does not exist.
+ */
+static ssize_t ropcie_fault_event_write(struct file *file,
+					const char __user *ubuf, size_t len,
+					loff_t *ppos)
+{
+	struct ropcie_dev *dev = file_inode(file)->i_private;
+	char buf[32], *arg;
+	bool needs_num;
+	u32 num = 0;
+	int ev, ret;
+
+	ret = ropcie_fault_get_line(buf, sizeof(buf), ubuf, len);
+	if (ret)
+		return ret;
+	arg = strchr(buf, ' ');
+	if (arg) {
+		*arg++ = '\0';
+		if (kstrtou32(arg, 0, &num))
+			return -EINVAL;
+	}
+	ev = match_string(ropcie_fault_events, ARRAY_SIZE(ropcie_fault_events),
+			  buf);
+	/* The QP and CQ events take a number, the others none. */
+	needs_num = ev <= ROPCIE_EV_CQ_ERR;
+	if (ev < 0 || !arg == needs_num)
+		return -EINVAL;
+	ret = ropcie_fault_event(dev, ev, num);
+	if (ret)
+		return ret;
+	pr_debug("%s: injected %s\n", dev_name(&dev->ibdev.dev),
+		 ropcie_fault_events[ev]);
+	return len;
+}
+
+static const struct file_operations ropcie_fault_event_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = ropcie_fault_event_write,
+	.llseek = noop_llseek,
+};
+
+/**
+ * ropcie_fault_add() - the debugfs directory of a registered device
+ * @dev: the device; its faults are all off
+ *
+ * Named as the device was registered; a renamed device keeps it.
+ */
+void ropcie_fault_add(struct ropcie_dev *dev)
+{
+	struct ropcie_faults *f = &dev->faults;
+	struct dentry *wc;
+	char name[32];
+	unsigned int i;
+
+	f->wc_opcode = -1;
+	f->wc_qpn = -1;
+	f->wc_status = IB_WC_RETRY_EXC_ERR;
+	f->dir = debugfs_create_dir(dev_name(&dev->ibdev.dev), ropcie_debugfs);
+
+	wc = debugfs_create_dir("fail_wc", f->dir);
+	ropcie_fault_attr_add(&f->wc, wc);
+	debugfs_create_file("opcode", 0600, wc, f, &ropcie_fault_opcode_fops);
+	debugfs_create_file("status", 0600, wc, f, &ropcie_fault_status_fops);
+	debugfs_create_file_unsafe("qpn", 0600, wc, &f->wc_qpn,
+				   &ropcie_fault_qpn_fops);
+	for (i = 0; i < ROPCIE_FAULT_NR_VERBS; i++) {
+		snprintf(name, sizeof(name), "fail_%s",
+			 ropcie_fault_verb_names[i]);
+		ropcie_fault_attr_add(&f->verb[i],
+				      debugfs_create_dir(name, f->dir));
+	}
+	debugfs_create_file("event", 0200, f->dir, dev,
+			    &ropcie_fault_event_fops);
+}
+
+/* Waits for the writers of the device's files to return. */
+void ropcie_fault_remove(struct ropcie_dev *dev)
+{
+	debugfs_remove_recursive(dev->faults.dir);
+	dev->faults.dir = NULL;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ropcie's fault injection (fault.c): per device, in debugfs
+ * ropcie/<device>/, failed work completions, failed resource verbs and
+ * async events on demand, for testing the error paths of RDMA ULPs.
+ */
+#ifndef ROPCIE_FAULT_H
+#define ROPCIE_FAULT_H
+
+#include <linux/atomic.h>
+#include <linux/jump_label.h>
+#include <rdma/ib_verbs.h>
+
+struct dentry;
+struct ropcie_dev;
+struct ropcie_qp;
+
+/**
+ * struct ropcie_fault_attr - when a fault strikes, as the kernel's
+ *	struct fault_attr decides (Documentation/fault-injection), with no
+ *	need of CONFIG_FAULT_INJECTION
+ * @times: failures left; -1 without limit; 0 (the default) never fails
+ * @space: matching calls to let pass before the first failure
+ * @count: matching calls seen; every @interval-th may fail
+ * @probability: percent of the candidate calls that fail
+ * @interval: see @count; 0 and 1 make every call a candidate
+ * @verbose: 1 logs each failure, 2 with the caller's stack
+ */
+struct ropcie_fault_attr {
+	atomic_t times;
+	atomic_t space;
+	atomic_t count;
+	u32 probability;
+	u32 interval;
+	u32 verbose;
+};
+
+/* The resource verbs that ropcie/<device>/fail_<verb>/ makes fail. */
+enum ropcie_fault_verb {
+	ROPCIE_FAULT_CREATE_QP,
+	ROPCIE_FAULT_CREATE_CQ,
+	ROPCIE_FAULT_ALLOC_MR,
+	ROPCIE_FAULT_REG_MR,
+	ROPCIE_FAULT_NR_VERBS,
+};
+
+/**
+ * struct ropcie_faults - a device's faults to inject
+ * @dir: debugfs ropcie/<device>/
+ * @wc: fail_wc/: the work completions to fail
+ * @wc_opcode: fail_wc/opcode: the enum ib_wc_opcode to fail, or -1: any
+ * @wc_qpn: fail_wc/qpn: the QP whose completions fail, or -1: any
+ * @wc_status: fail_wc/status: the status they get
+ * @verb: fail_<verb>/: the resource verbs to fail with -ENOMEM
+ */
+struct ropcie_faults {
+	struct dentry *dir;
+	struct ropcie_fault_attr wc;
+	int wc_opcode;
+	int wc_qpn;
+	enum ib_wc_status wc_status;
+	struct ropcie_fault_attr verb[ROPCIE_FAULT_NR_VERBS];
+};
+
+/* Off until a fault is first armed: the data path pays nothing before. */
+DECLARE_STATIC_KEY_FALSE(ropcie_fault_armed);
+
+void __ropcie_fault_wc(struct ropcie_qp *qp, enum ib_wc_opcode opcode,
+		       enum ib_wc_status *status);
+bool __ropcie_fault_verb(struct ropcie_dev *dev, enum ropcie_fault_verb verb);
+
+/**
+ * ropcie_fault_wc() - fail a completion that would succeed, if asked to
+ * @qp: the QP the completion belongs to
+ * @opcode: what completes
+ * @status: its status; replaced by fail_wc/status when the fault strikes
+ *
+ * The caller moves @qp to the error state for a status other than
+ * IB_WC_SUCCESS, as it does for a real failure.
+ */
+static inline void ropcie_fault_wc(struct ropcie_qp *qp,
+				   enum ib_wc_opcode opcode,
+				   enum ib_wc_status *status)
+{
+	if (static_branch_unlikely(&ropcie_fault_armed) &&
+	    *status == IB_WC_SUCCESS)
+		__ropcie_fault_wc(qp, opcode, status);
+}
+
+/* True when @verb is to fail now (fail_<verb>/). */
+static inline bool ropcie_fault_verb(struct ropcie_dev *dev,
+				     enum ropcie_fault_verb verb)
+{
+	return static_branch_unlikely(&ropcie_fault_armed) &&
+	       __ropcie_fault_verb(dev, verb);
+}
+
+void ropcie_fault_add(struct ropcie_dev *dev);
+void ropcie_fault_remove(struct ropcie_dev *dev);
+
+#endif /* ROPCIE_FAULT_H */
