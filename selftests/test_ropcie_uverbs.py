@@ -324,6 +324,21 @@ def test_user_mr_honours_rlimit_memlock(procs):
     assert big == {"reg": "ENOMEM"}, big
 
 
+def test_reg_mr_fault_fails_one_registration(procs):
+    """debugfs ropcie0/fail_reg_mr with times=1: a user's ibv_reg_mr gets
+    ENOMEM once, the next one succeeds."""
+    d = ropcie.fault_dir()
+    ropcie.faults_off(d)
+    try:
+        ropcie.arm(d / "fail_reg_mr", times=1)
+        first = peer_result(peer(procs, "reg", ROPCIE_DEV, 64 << 10))
+        second = peer_result(peer(procs, "reg", ROPCIE_DEV, 64 << 10))
+        assert ropcie.read(d / "fail_reg_mr" / "times") == "0"
+    finally:
+        ropcie.faults_off(d)
+    assert (first, second) == ({"reg": "ENOMEM"}, {"reg": "ok"})
+
+
 def kernel_ping_runs(pool):
     """A krping ping over ropcie0 runs to its end."""
     s, c = pool.pair(count=COUNT, size=4096, addr=ADDR, validate=1)
