@@ -571,9 +571,13 @@ int ropcie_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 			       sizeof(struct ropcie_rqe), GFP_KERNEL);
 	if (ret)
 		goto err_sq;
-	ret = xa_alloc_irq(&dev->qp_xa, &id, qp, XA_LIMIT(2, 0xffffff),
-			   GFP_KERNEL);
-	if (ret)
+	/*
+	 * Numbers go round, as rxe's do: a peer, a ULP's log or a late
+	 * message that names a destroyed QP does not find its successor.
+	 */
+	ret = xa_alloc_cyclic_irq(&dev->qp_xa, &id, qp, XA_LIMIT(2, 0xffffff),
+				  &dev->qp_next, GFP_KERNEL);
+	if (ret < 0)
 		goto err_rq;
 	ibqp->qp_num = id;
 	if (udata) {

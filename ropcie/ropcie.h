@@ -59,6 +59,7 @@ struct ropcie_dev {
 	struct xarray qp_xa;		/* qpn -> qp */
 	struct xarray mr_xa;		/* key >> 8 -> mr */
 	u32 mr_next;			/* allocation cursor of mr_xa */
+	u32 qp_next;			/* allocation cursor of qp_xa */
 	enum ib_port_state port_state;
 	atomic_t num_qp, num_cq, num_mr, num_pd;
 	atomic_t num_user_qp;

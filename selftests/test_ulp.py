@@ -27,6 +27,7 @@ built without them); a missing ropcie fails instead where the test bed
 loaded it (lib/ropcie.py: REQUIRED).
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -103,14 +104,14 @@ class NvmetTarget:
             self.subsys.rmdir()
 
 
-def nvme_connect(addr=ADDR):
+def nvme_connect(addr=ADDR, extra=""):
     """Connect to the target at @addr as `nvme connect -t rdma` does;
     the controller's name."""
     # Our own host NQN needs its own host ID: the kernel's default one
     # belongs to its default NQN.
     opts = (f"transport=rdma,traddr={addr},trsvcid={NVME_PORT},nqn={NQN},"
             f"hostnqn={HOSTNQN},hostid={uuid.uuid4()},nr_io_queues=2,"
-            f"ctrl_loss_tmo=5")
+            f"ctrl_loss_tmo=5{extra}")
     fd = os.open("/dev/nvme-fabrics", os.O_RDWR)
     try:
         os.write(fd, opts.encode())
@@ -192,6 +193,127 @@ def test_nvmeof_over_ropcie(ropcie_link):
                     what=f"RDMA resources back to {before}")
 
 
+FIO = "/usr/bin/fio"
+FIO_BYTES = 8 << 20
+
+
+def ulp_qpns(comm):
+    """The numbers of the connected QPs on ropcie0 of the kernel module
+    comm (nvme_rdma, nvmet_rdma), in creation order: their cm_ids name
+    the module (the QPs name rdma_cm, which created them)."""
+    out = sh("rdma", "-j", "resource", "show", "cm_id").stdout
+    return sorted(int(e["lqpn"]) for e in json.loads(out or "[]")
+                  if e.get("ifname") == ropcie.ROPCIE_DEV and "lqpn" in e
+                  and e.get("comm", "").strip("[]") == comm)
+
+
+def nvme_writes():
+    """Writes completed on the NVMe block devices: the namespace's path
+    devices count them (6.1 counts none on the multipath head)."""
+    return sum(int((d / "stat").read_text().split()[4])
+               for d in Path("/sys/block").glob("nvme*"))
+
+
+def fio_verify(dev):
+    """fio writes FIO_BYTES to dev with direct I/O, each 64 KiB block
+    with its crc32c, then reads them back and checks every one."""
+    return subprocess.Popen(
+        [FIO, "--name=verify", f"--filename={dev}", "--rw=write",
+         "--bs=64k", f"--size={FIO_BYTES}", "--direct=1",
+         "--ioengine=psync", "--verify=crc32c", "--verify_fatal=1",
+         "--do_verify=1", "--output-format=json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def fio_result(proc, timeout):
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"fio exited {proc.returncode}: {err}"
+    job = json.loads(out[out.index("{"):])["jobs"][0]
+    assert job["error"] == 0, job
+    return job
+
+
+# Each fault breaks the I/O queue's connection at its 21st command or
+# answer (space=20: a known point inside fio's write phase), or at once
+# for an event; nvme-rdma's error recovery must reconnect and every block
+# fio wrote must read back as written.
+NVME_FAULTS = {
+    # The host's I/O queue: its 21st command SEND fails, as when the
+    # target stops acknowledging.
+    "host_send_retry_exc_err": ("nvme_rdma", "send", "retry_exc_err"),
+    # The target's I/O queue: its 21st response SEND fails with a remote
+    # access error.
+    "target_send_rem_access_err": ("nvmet_rdma", "send", "rem_access_err"),
+    # The target's I/O queue gets QP_FATAL mid-write.
+    "target_qp_fatal": ("nvmet_rdma", None, "qp_fatal"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(NVME_FAULTS))
+def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
+    """nvme-rdma to nvmet-rdma over ropcie0 with fio writing and
+    verifying 8 MiB: a fault of ropcie's (fail_wc or event) breaks one
+    I/O queue's connection mid-write; the host reconnects (its I/O queue
+    is a new QP), fio's verification finds every block intact, and
+    nothing is left behind."""
+    if not os.access(FIO, os.X_OK):
+        ropcie.missing(f"{FIO} not installed (package fio)")
+    modprobe("nvmet", "nvmet_rdma", "nvme_rdma")
+    side, opcode, status = NVME_FAULTS[fault]
+    faults = ropcie.fault_dir()
+    ropcie.faults_off(faults)
+    before = krping.rdma_resource_counts()
+    backing = Path(f"/tmp/krping-nvmet-{os.getpid()}.img")
+    with open(backing, "wb") as f:
+        f.truncate(BACKING_BYTES)
+    target = ctrl = fio = None
+    try:
+        target = NvmetTarget(backing)
+        devs = set(Path("/dev").glob("nvme*n1"))
+        ctrl = nvme_connect(extra=",reconnect_delay=1,ctrl_loss_tmo=60")
+        dev = new_namespace(devs)
+        qpns = ulp_qpns(side)
+        assert len(qpns) >= 2, \
+            f"{side}: QPs {qpns} of {ropcie.kernel_resources('qp')}"
+        victim = qpns[-1]       # an I/O queue: the admin queue's is first
+        if opcode:
+            ropcie.arm_fail_wc(faults, opcode=opcode, status=status,
+                               qpn=victim, space=20)
+        fio = fio_verify(dev)
+        if not opcode:
+            krping.wait_for(lambda: nvme_writes() >= 20,
+                            timeout=krping.SHORT_TIMEOUT,
+                            what="20 writes on the namespace")
+            ropcie.write(faults / "event", f"{status} {victim}")
+        job = fio_result(fio, krping.TIMEOUT)
+        fio = None
+        if opcode:
+            assert ropcie.read(faults / "fail_wc" / "times") == "0", \
+                "the fault never struck"
+        assert victim not in ulp_qpns(side), \
+            f"{side}'s QP {victim} is still there: no reconnect"
+        assert job["write"]["io_bytes"] == FIO_BYTES, job["write"]
+        assert job["read"]["io_bytes"] == FIO_BYTES, job["read"]
+        state = (Path("/sys/class/nvme") / ctrl / "state").read_text()
+        assert state.strip() == "live", state
+    finally:
+        ropcie.faults_off(faults)
+        if fio:
+            fio.kill()
+            fio.wait()
+        if ctrl:
+            nvme_disconnect(ctrl)
+        if target:
+            target.remove()
+        backing.unlink(missing_ok=True)
+        for mod in NVME_MODULES:
+            sh("rmmod", mod, check=False)
+    assert not list(Path("/sys/class/nvme").glob("nvme*"))
+    krping.wait_for(lambda: krping.rdma_resource_counts() == before,
+                    timeout=krping.SHORT_TIMEOUT,
+                    what=f"RDMA resources back to {before}")
+
+
 NFS_TOOLS = ("rpc.nfsd", "rpc.mountd", "exportfs", "mount.nfs4")
 NFS_PORT = "20049"
 NFS_BYTES = 8 << 20
@@ -245,12 +367,28 @@ class NfsServer:
             sh("umount", path, check=False)
 
 
-def test_nfs_over_rdma_over_ropcie(ropcie_link):
-    """An NFSv4.1 mount with proto=rdma over ropcie0: write 8 MiB, drop
-    the caches, read it back over the mount and from the export, and
-    unmount; nothing left behind."""
+def nfs_client_qpn():
+    """The QP number of the NFS client's connection on ropcie0: the
+    cm_id whose remote port is the server's (rpcrdma holds both ends)."""
+    out = sh("rdma", "-j", "resource", "show", "cm_id").stdout
+    for e in json.loads(out or "[]"):
+        dst = str(e.get("dst-addr", "")).rsplit(":", 1)[-1]
+        if e.get("ifname") == ropcie.ROPCIE_DEV and "lqpn" in e and \
+                str(e.get("dst-port", dst)) == NFS_PORT:
+            return int(e["lqpn"])
+    raise AssertionError(f"no NFS client connection on ropcie0: {out}")
+
+
+def nfs_copy(fault=False):
+    """An NFSv4.1 mount with proto=rdma over ropcie0: write NFS_BYTES,
+    drop the caches, read them back over the mount and from the export,
+    and unmount; nothing left behind. With fault, the client's fourth
+    SEND after the mount fails with retry_exc_err (ropcie's fail_wc):
+    its connection breaks mid-copy, and the client must reconnect (a
+    new QP) with no byte lost."""
     need_tools(NFS_TOOLS, "nfs-kernel-server")
     modprobe("nfsd", "rpcrdma", "nfsv4")
+    faults = ropcie.fault_dir() if fault else None
     before = krping.rdma_resource_counts()
     export = Path(f"/tmp/krping-nfs-export-{os.getpid()}")
     mnt = Path(f"/tmp/krping-nfs-mnt-{os.getpid()}")
@@ -267,6 +405,11 @@ def test_nfs_over_rdma_over_ropcie(ropcie_link):
            f"{ADDR}:/", str(mnt))
         mounted = True
         print(f"mounted in {time.monotonic() - t0:.1f} s")
+        if fault:
+            victim = nfs_client_qpn()
+            ropcie.faults_off(faults)
+            ropcie.arm_fail_wc(faults, opcode="send", status="retry_exc_err",
+                               qpn=victim, space=3)
         with open(mnt / "data", "wb") as f:
             f.write(payload)
             f.flush()
@@ -276,7 +419,13 @@ def test_nfs_over_rdma_over_ropcie(ropcie_link):
             assert f.read() == payload, "the mount read back other data"
         with open(export / "data", "rb") as f:
             assert f.read() == payload, "the export holds other data"
+        if fault:
+            assert ropcie.read(faults / "fail_wc" / "times") == "0", \
+                "the fault never struck"
+            assert nfs_client_qpn() != victim, "the client never reconnected"
     finally:
+        if faults:
+            ropcie.faults_off(faults)
         if mounted:
             sh("umount", str(mnt), check=False)
         if server:
@@ -289,3 +438,13 @@ def test_nfs_over_rdma_over_ropcie(ropcie_link):
     krping.wait_for(lambda: krping.rdma_resource_counts() == before,
                     timeout=krping.SHORT_TIMEOUT,
                     what=f"RDMA resources back to {before}")
+
+
+def test_nfs_over_rdma_over_ropcie(ropcie_link):
+    """Write 8 MiB over an NFS mount on ropcie0 and read it back."""
+    nfs_copy()
+
+
+def test_nfs_over_rdma_recovers_from_a_fault(ropcie_link):
+    """The client's connection fails mid-copy; the copy compares equal."""
+    nfs_copy(fault=True)

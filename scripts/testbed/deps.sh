@@ -31,6 +31,9 @@ PKGS=(
 	# Real ULPs over ropcie in the guest (test_ulp.py): nfsd's tools and
 	# mount.nfs4. Their services are never started on the host.
 	nfs-kernel-server nfs-common
+	# fio writes and verifies an NVMe-oF namespace through ropcie's
+	# injected faults (test_ulp.py).
+	fio
 	# The two-guest bed (vm-pair): sshd in the remote guest, ssh and ping
 	# in the local one. sshd never runs on the host (policy-rc.d below).
 	openssh-server openssh-client iputils-ping

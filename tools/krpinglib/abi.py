@@ -13,6 +13,8 @@ LATENCY = ("samples", "min_ns", "max_ns", "mean_ns", "p50_ns", "p99_ns",
            "p999_ns", "stdev_ns")
 BANDWIDTH = ("bytes", "duration_ns", "mbytes_per_sec", "msgs_per_sec")
 PROGRESS = ("iterations", "bytes", "samples", "elapsed_ns")
+# The first failed work request of a run and its status ("" for none).
+FAILED_WC = ("failed_wr", "wc_status")
 # Every value of the "state" file.
 STATES = ("idle", "resolving", "listening", "connecting", "running",
           "done", "failed", "stopped")

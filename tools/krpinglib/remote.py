@@ -9,7 +9,7 @@ import math
 import os
 import time
 
-from .abi import BANDWIDTH, LATENCY, PROGRESS, STATS
+from .abi import BANDWIDTH, FAILED_WC, LATENCY, PROGRESS, STATS
 from .errors import CliError, START_HINTS, describe_errno
 
 # shlex, shutil, subprocess and tempfile are imported where a remote host
@@ -279,7 +279,8 @@ class RemoteSession:
         cp = self.ssh.cmd(
             f"cd {self.cfg} && grep -H '' role test size count mem_mode "
             f"options qps; cd {self.sys} && grep -rH '' state error device "
-            "stats latency bandwidth progress 2>/dev/null; true")
+            "failed_wr wc_status stats latency bandwidth progress "
+            "2>/dev/null; true")
         values = {}
         for line in cp.stdout.splitlines():
             path, _, value = line.partition(":")
@@ -300,6 +301,8 @@ class RemoteSession:
         r["state"] = values["state"]
         r["error"] = num("error")
         r["device"] = values.get("device", "")
+        for k in FAILED_WC:
+            r[k] = values.get(k)
         r["stats"] = {k: num(f"stats/{k}") for k in STATS}
         for group, keys in (("latency", LATENCY), ("bandwidth", BANDWIDTH),
                             ("progress", PROGRESS)):

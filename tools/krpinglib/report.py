@@ -164,6 +164,9 @@ def failure_text(run):
         if err:
             hint = ERROR_HINTS.get(-err)
             what += f", error {err} ({errname(err)})"
+            if res.get("failed_wr"):
+                what += (f", its {res['failed_wr']} completed with "
+                         f"{res.get('wc_status')}")
             if hint:
                 what += f": {hint}"
         lines.append(what)

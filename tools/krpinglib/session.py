@@ -7,7 +7,7 @@ import os
 import select
 import time
 
-from .abi import BANDWIDTH, LATENCY, PROGRESS, STATS, TERMINAL
+from .abi import BANDWIDTH, FAILED_WC, LATENCY, PROGRESS, STATS, TERMINAL
 from .errors import CliError, START_HINTS, describe_errno
 
 CONFIGFS = os.environ.get("KRPING_CONFIGFS", "/sys/kernel/config/krping")
@@ -179,6 +179,8 @@ class Session:
         r["state"] = self.read_state()
         r["error"] = int(read_text(os.path.join(self.sys, "error")))
         r["device"] = read_text(os.path.join(self.sys, "device"))
+        for k in FAILED_WC:
+            r[k] = self.read_result(k)
         r["stats"] = {k: read_int(os.path.join(self.sys, "stats", k))
                       for k in STATS}
         for group, keys in (("latency", LATENCY), ("bandwidth", BANDWIDTH),

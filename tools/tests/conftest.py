@@ -20,7 +20,8 @@ from krpinglib.abi import STATS  # noqa: E402
 
 def side(name="c1", role="client", test="wlat", size=64, count=1000,
          state="done", error=0, device="rxe0", host=None, qps=1,
-         latency=None, bandwidth=None, iterations=1000, progress=None):
+         latency=None, bandwidth=None, iterations=1000, progress=None,
+         failed_wr="", wc_status=""):
     """One side's results, as Session.results() returns them."""
     stats = dict.fromkeys(STATS, 0)
     stats["iterations"] = iterations
@@ -28,7 +29,7 @@ def side(name="c1", role="client", test="wlat", size=64, count=1000,
             "size": size, "count": count, "mem_mode": "reg",
             "options": f"{role},addr=10.0.0.1", "qps": qps,
             "state": state, "error": error, "device": device,
-            "stats": stats, "latency": latency, "bandwidth": bandwidth,
+            "failed_wr": failed_wr, "wc_status": wc_status, "stats": stats, "latency": latency, "bandwidth": bandwidth,
             "progress": progress}
 
 

@@ -114,6 +114,12 @@ def test_run_ok_and_failure_text():
     # a peer's ECONNRESET is not reported beside the failure behind it
     assert report.failure_text(run_of(client=refused, server=reset)) == \
         report.failure_text(run_of(client=refused))
+    # a failed completion is named with its status
+    read = side(name="s3", state="failed", error=-errno.ETIMEDOUT,
+                failed_wr="rdma_read", wc_status="retry_exc_err")
+    assert report.failure_text(run_of(server=read))[0].startswith(
+        "server session s3 ended failed, error -110 (ETIMEDOUT), its "
+        "rdma_read completed with retry_exc_err")
 
 
 def test_rlat_note_only_for_rlat_on_a_local_rxe(monkeypatch):
