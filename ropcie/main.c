@@ -525,7 +525,6 @@ static void __exit ropcie_exit(void)
 	struct ropcie_dev *dev;
 
 	pci_unregister_driver(&ropcie_ivshmem_driver);
-	debugfs_remove_recursive(ropcie_debugfs);
 	rdma_link_unregister(&ropcie_link_ops);
 	unregister_netdevice_notifier(&ropcie_netdev_nb);
 	/*
@@ -546,6 +545,8 @@ static void __exit ropcie_exit(void)
 		/* dealloc_driver took it off the list. */
 		put_device(&dev->ibdev.dev);
 	}
+	/* After the devices: each removed its own directory in it. */
+	debugfs_remove_recursive(ropcie_debugfs);
 	ropcie_cm_exit();
 	pr_info("unloaded\n");
 }
