@@ -31,10 +31,8 @@
 DEFINE_STATIC_KEY_FALSE(ropcie_fault_armed);
 
 /* The opcodes fail_wc/opcode names, as the completion names them. */
-static const struct {
-	const char *name;
-	enum ib_wc_opcode opcode;
-} ropcie_fault_opcodes[] = {
+static const struct ropcie_fault_choice ropcie_fault_opcodes[] = {
+	{ "any", -1 },
 	{ "send", IB_WC_SEND },
 	{ "rdma_write", IB_WC_RDMA_WRITE },
 	{ "rdma_read", IB_WC_RDMA_READ },
@@ -44,23 +42,23 @@ static const struct {
 };
 
 /* The statuses fail_wc/status takes: ib_wc_status's names in lower case. */
-static const char * const ropcie_fault_statuses[] = {
-	[IB_WC_LOC_LEN_ERR] = "loc_len_err",
-	[IB_WC_LOC_QP_OP_ERR] = "loc_qp_op_err",
-	[IB_WC_LOC_PROT_ERR] = "loc_prot_err",
-	[IB_WC_WR_FLUSH_ERR] = "wr_flush_err",
-	[IB_WC_MW_BIND_ERR] = "mw_bind_err",
-	[IB_WC_BAD_RESP_ERR] = "bad_resp_err",
-	[IB_WC_LOC_ACCESS_ERR] = "loc_access_err",
-	[IB_WC_REM_INV_REQ_ERR] = "rem_inv_req_err",
-	[IB_WC_REM_ACCESS_ERR] = "rem_access_err",
-	[IB_WC_REM_OP_ERR] = "rem_op_err",
-	[IB_WC_RETRY_EXC_ERR] = "retry_exc_err",
-	[IB_WC_RNR_RETRY_EXC_ERR] = "rnr_retry_exc_err",
-	[IB_WC_REM_ABORT_ERR] = "rem_abort_err",
-	[IB_WC_FATAL_ERR] = "fatal_err",
-	[IB_WC_RESP_TIMEOUT_ERR] = "resp_timeout_err",
-	[IB_WC_GENERAL_ERR] = "general_err",
+static const struct ropcie_fault_choice ropcie_fault_statuses[] = {
+	{ "loc_len_err", IB_WC_LOC_LEN_ERR },
+	{ "loc_qp_op_err", IB_WC_LOC_QP_OP_ERR },
+	{ "loc_prot_err", IB_WC_LOC_PROT_ERR },
+	{ "wr_flush_err", IB_WC_WR_FLUSH_ERR },
+	{ "mw_bind_err", IB_WC_MW_BIND_ERR },
+	{ "bad_resp_err", IB_WC_BAD_RESP_ERR },
+	{ "loc_access_err", IB_WC_LOC_ACCESS_ERR },
+	{ "rem_inv_req_err", IB_WC_REM_INV_REQ_ERR },
+	{ "rem_access_err", IB_WC_REM_ACCESS_ERR },
+	{ "rem_op_err", IB_WC_REM_OP_ERR },
+	{ "retry_exc_err", IB_WC_RETRY_EXC_ERR },
+	{ "rnr_retry_exc_err", IB_WC_RNR_RETRY_EXC_ERR },
+	{ "rem_abort_err", IB_WC_REM_ABORT_ERR },
+	{ "fatal_err", IB_WC_FATAL_ERR },
+	{ "resp_timeout_err", IB_WC_RESP_TIMEOUT_ERR },
+	{ "general_err", IB_WC_GENERAL_ERR },
 };
 
 static const char * const ropcie_fault_verb_names[] = {
@@ -115,9 +113,8 @@ void __ropcie_fault_wc(struct ropcie_qp *qp, enum ib_wc_opcode opcode,
 	if (!ropcie_fault_strikes(&f->wc, "fail_wc"))
 		return;
 	st = READ_ONCE(f->wc_status);
-	pr_debug("%s: QP %u: completion of opcode %d fails with %s\n",
-		 dev_name(&qp->dev->ibdev.dev), qp->ibqp.qp_num, opcode,
-		 ropcie_fault_statuses[st]);
+	pr_debug("%s: QP %u: completion of opcode %d fails with status %d\n",
+		 dev_name(&qp->dev->ibdev.dev), qp->ibqp.qp_num, opcode, st);
 	*status = st;
 }
 
@@ -179,79 +176,32 @@ static void ropcie_fault_attr_add(struct ropcie_fault_attr *a,
 	debugfs_create_u32("verbose", 0600, dir, &a->verbose);
 }
 
-/* fail_wc/opcode: a name of ropcie_fault_opcodes, or "any". */
-static int ropcie_fault_opcode_show(struct seq_file *m, void *unused)
+/*
+ * fail_wc/opcode and fail_wc/status: a word of the file's table of
+ * choices, which names the value stored.
+ */
+static int ropcie_fault_choice_show(struct seq_file *m, void *unused)
 {
-	struct ropcie_faults *f = m->private;
-	int op = READ_ONCE(f->wc_opcode);
+	const struct ropcie_fault_choice_file *cf = m->private;
+	int value = READ_ONCE(*cf->value);
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(ropcie_fault_opcodes); i++)
-		if (ropcie_fault_opcodes[i].opcode == op)
-			break;
-	seq_printf(m, "%s\n", i < ARRAY_SIZE(ropcie_fault_opcodes) ?
-		   ropcie_fault_opcodes[i].name : "any");
+	for (i = 0; i < cf->n; i++)
+		if (cf->table[i].value == value)
+			seq_printf(m, "%s\n", cf->table[i].name);
 	return 0;
 }
 
-static int ropcie_fault_opcode_open(struct inode *inode, struct file *file)
+static int ropcie_fault_choice_open(struct inode *inode, struct file *file)
 {
-	return single_open(file, ropcie_fault_opcode_show, inode->i_private);
+	return single_open(file, ropcie_fault_choice_show, inode->i_private);
 }
 
-static ssize_t ropcie_fault_opcode_write(struct file *file,
+static ssize_t ropcie_fault_choice_write(struct file *file,
 					 const char __user *ubuf, size_t len,
 					 loff_t *ppos)
 {
-	struct ropcie_faults *f = file_inode(file)->i_private;
-	unsigned int i;
-	char buf[16];
-	int ret;
-
-	ret = ropcie_fault_get_line(buf, sizeof(buf), ubuf, len);
-	if (ret)
-		return ret;
-	if (!strcmp(buf, "any")) {
-		WRITE_ONCE(f->wc_opcode, -1);
-		return len;
-	}
-	for (i = 0; i < ARRAY_SIZE(ropcie_fault_opcodes); i++) {
-		if (!strcmp(buf, ropcie_fault_opcodes[i].name)) {
-			WRITE_ONCE(f->wc_opcode, ropcie_fault_opcodes[i].opcode);
-			return len;
-		}
-	}
-	return -EINVAL;
-}
-
-static const struct file_operations ropcie_fault_opcode_fops = {
-	.owner = THIS_MODULE,
-	.open = ropcie_fault_opcode_open,
-	.read = seq_read,
-	.llseek = seq_lseek,
-	.write = ropcie_fault_opcode_write,
-	.release = single_release,
-};
-
-/* fail_wc/status: a name of ropcie_fault_statuses. */
-static int ropcie_fault_status_show(struct seq_file *m, void *unused)
-{
-	struct ropcie_faults *f = m->private;
-
-	seq_printf(m, "%s\n", ropcie_fault_statuses[READ_ONCE(f->wc_status)]);
-	return 0;
-}
-
-static int ropcie_fault_status_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, ropcie_fault_status_show, inode->i_private);
-}
-
-static ssize_t ropcie_fault_status_write(struct file *file,
-					 const char __user *ubuf, size_t len,
-					 loff_t *ppos)
-{
-	struct ropcie_faults *f = file_inode(file)->i_private;
+	const struct ropcie_fault_choice_file *cf = file_inode(file)->i_private;
 	unsigned int i;
 	char buf[24];
 	int ret;
@@ -259,23 +209,21 @@ static ssize_t ropcie_fault_status_write(struct file *file,
 	ret = ropcie_fault_get_line(buf, sizeof(buf), ubuf, len);
 	if (ret)
 		return ret;
-	/* Not match_string(): it ends at the table's first hole. */
-	for (i = 0; i < ARRAY_SIZE(ropcie_fault_statuses); i++) {
-		if (ropcie_fault_statuses[i] &&
-		    !strcmp(buf, ropcie_fault_statuses[i])) {
-			WRITE_ONCE(f->wc_status, i);
+	for (i = 0; i < cf->n; i++) {
+		if (!strcmp(buf, cf->table[i].name)) {
+			WRITE_ONCE(*cf->value, cf->table[i].value);
 			return len;
 		}
 	}
 	return -EINVAL;
 }
 
-static const struct file_operations ropcie_fault_status_fops = {
+static const struct file_operations ropcie_fault_choice_fops = {
 	.owner = THIS_MODULE,
-	.open = ropcie_fault_status_open,
+	.open = ropcie_fault_choice_open,
 	.read = seq_read,
 	.llseek = seq_lseek,
-	.write = ropcie_fault_status_write,
+	.write = ropcie_fault_choice_write,
 	.release = single_release,
 };
 
@@ -499,8 +447,18 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 
 	wc = debugfs_create_dir("fail_wc", f->dir);
 	ropcie_fault_attr_add(&f->wc, wc);
-	debugfs_create_file("opcode", 0600, wc, f, &ropcie_fault_opcode_fops);
-	debugfs_create_file("status", 0600, wc, f, &ropcie_fault_status_fops);
+	f->wc_opcode_file = (struct ropcie_fault_choice_file) {
+		ropcie_fault_opcodes, ARRAY_SIZE(ropcie_fault_opcodes),
+		&f->wc_opcode,
+	};
+	f->wc_status_file = (struct ropcie_fault_choice_file) {
+		ropcie_fault_statuses, ARRAY_SIZE(ropcie_fault_statuses),
+		&f->wc_status,
+	};
+	debugfs_create_file("opcode", 0600, wc, &f->wc_opcode_file,
+			    &ropcie_fault_choice_fops);
+	debugfs_create_file("status", 0600, wc, &f->wc_status_file,
+			    &ropcie_fault_choice_fops);
 	debugfs_create_file_unsafe("qpn", 0600, wc, &f->wc_qpn,
 				   &ropcie_fault_qpn_fops);
 	for (i = 0; i < ROPCIE_FAULT_NR_VERBS; i++) {

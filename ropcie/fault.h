@@ -44,13 +44,28 @@ enum ropcie_fault_verb {
 	ROPCIE_FAULT_NR_VERBS,
 };
 
+/* A word of a debugfs file and the value it stands for. */
+struct ropcie_fault_choice {
+	const char *name;
+	int value;
+};
+
+/* A debugfs file whose words name the values of @value (fault.c). */
+struct ropcie_fault_choice_file {
+	const struct ropcie_fault_choice *table;
+	unsigned int n;
+	int *value;
+};
+
 /**
  * struct ropcie_faults - a device's faults to inject
  * @dir: debugfs ropcie/<device>/
  * @wc: fail_wc/: the work completions to fail
  * @wc_opcode: fail_wc/opcode: the enum ib_wc_opcode to fail, or -1: any
  * @wc_qpn: fail_wc/qpn: the QP whose completions fail, or -1: any
- * @wc_status: fail_wc/status: the status they get
+ * @wc_status: fail_wc/status: the enum ib_wc_status they get
+ * @wc_opcode_file: fail_wc/opcode's words
+ * @wc_status_file: fail_wc/status's words
  * @verb: fail_<verb>/: the resource verbs to fail with -ENOMEM
  */
 struct ropcie_faults {
@@ -58,7 +73,8 @@ struct ropcie_faults {
 	struct ropcie_fault_attr wc;
 	int wc_opcode;
 	int wc_qpn;
-	enum ib_wc_status wc_status;
+	int wc_status;
+	struct ropcie_fault_choice_file wc_opcode_file, wc_status_file;
 	struct ropcie_fault_attr verb[ROPCIE_FAULT_NR_VERBS];
 };
 

@@ -28,6 +28,7 @@ import pytest
 from lib import krping, ropcie
 from lib.krping import run_pair, ping_stats
 
+from lib.ropcie import ropcie_env, ropcie_ready  # noqa: F401
 from lib.ropcie import (ROPCIE_DEV, NETDEV, ADDR, sh, link_exists,  # noqa: F401
                         port_active, ensure_setup, teardown_setup, PROFILE,
                         read_params, read_profile, set_params)
@@ -35,19 +36,7 @@ from lib.ropcie import (ROPCIE_DEV, NETDEV, ADDR, sh, link_exists,  # noqa: F401
 SIZES = [1, 64, 4096, 65536, 1048576]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ropcie_env():
-    ropcie.require_loaded()
-    ensure_setup()
-    yield
-    teardown_setup()
-
-
-@pytest.fixture(autouse=True)
-def ropcie_ready(ropcie_env):
-    # A test that removed the device or the module leaves it to us.
-    ropcie.require_loaded("ropcie was unloaded by an earlier test")
-    ensure_setup()
+pytestmark = pytest.mark.usefixtures("ropcie_ready")
 
 
 def ro_pair(pool, count, size, **kw):

@@ -19,6 +19,7 @@ import pytest
 
 from lib import krping, ropcie
 from lib.krping import run_pair, ping_stats, ADV_BYTES
+from lib.ropcie import ropcie_env, ropcie_ready  # noqa: F401
 from lib.ropcie import ADDR, ensure_setup, teardown_setup
 
 E = errno
@@ -40,19 +41,9 @@ STATUS_ERRNO = {
 PEER_ERRNOS = {E.ECONNRESET}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ropcie_env():
-    ropcie.require_loaded()
-    ensure_setup()
-    yield
-    teardown_setup()
-
-
 @pytest.fixture(autouse=True)
-def faults(ropcie_env):
+def faults(ropcie_ready):
     """ropcie0's fault directory, every fault off before and after."""
-    ropcie.require_loaded("ropcie was unloaded by an earlier test")
-    ensure_setup()
     d = ropcie.fault_dir()
     ropcie.faults_off(d)
     yield d

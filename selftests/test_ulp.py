@@ -145,6 +145,26 @@ def new_namespace(before):
     return found[0]
 
 
+def nvme_teardown(ctrl, target, backing):
+    """Disconnect the host, take the target down, unload the modules."""
+    if ctrl:
+        nvme_disconnect(ctrl)
+    if target:
+        target.remove()
+    backing.unlink(missing_ok=True)
+    for mod in NVME_MODULES:
+        sh("rmmod", mod, check=False)
+
+
+def nvme_check_gone(before):
+    """No controller, no NVMe-oF module, the RDMA resources as before."""
+    assert not list(Path("/sys/class/nvme").glob("nvme*"))
+    assert not any(krping.module_loaded(m) for m in NVME_MODULES[:2])
+    krping.wait_for(lambda: krping.rdma_resource_counts() == before,
+                    timeout=krping.SHORT_TIMEOUT,
+                    what=f"RDMA resources back to {before}")
+
+
 def drop_caches():
     os.sync()
     write("/proc/sys/vm/drop_caches", 3)
@@ -179,18 +199,8 @@ def test_nvmeof_over_ropcie(ropcie_link):
             assert f.read(DATA_BYTES) == payload, \
                 "the target's file holds other data"
     finally:
-        if ctrl:
-            nvme_disconnect(ctrl)
-        if target:
-            target.remove()
-        backing.unlink(missing_ok=True)
-        for mod in NVME_MODULES:
-            sh("rmmod", mod, check=False)
-    assert not list(Path("/sys/class/nvme").glob("nvme*"))
-    assert not any(krping.module_loaded(m) for m in NVME_MODULES[:2])
-    krping.wait_for(lambda: krping.rdma_resource_counts() == before,
-                    timeout=krping.SHORT_TIMEOUT,
-                    what=f"RDMA resources back to {before}")
+        nvme_teardown(ctrl, target, backing)
+    nvme_check_gone(before)
 
 
 FIO = "/usr/bin/fio"
@@ -301,17 +311,8 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
         if fio:
             fio.kill()
             fio.wait()
-        if ctrl:
-            nvme_disconnect(ctrl)
-        if target:
-            target.remove()
-        backing.unlink(missing_ok=True)
-        for mod in NVME_MODULES:
-            sh("rmmod", mod, check=False)
-    assert not list(Path("/sys/class/nvme").glob("nvme*"))
-    krping.wait_for(lambda: krping.rdma_resource_counts() == before,
-                    timeout=krping.SHORT_TIMEOUT,
-                    what=f"RDMA resources back to {before}")
+        nvme_teardown(ctrl, target, backing)
+    nvme_check_gone(before)
 
 
 NFS_TOOLS = ("rpc.nfsd", "rpc.mountd", "exportfs", "mount.nfs4")

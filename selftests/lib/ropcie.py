@@ -41,6 +41,24 @@ def require_loaded(why="ropcie not loaded (build ropcie.ko; vm-run loads "
         missing(why)
 
 
+@pytest.fixture(scope="module")
+def ropcie_env():
+    """ropcie0 on rp0 for a test module, removed after it (import it
+    into the module with ropcie_ready)."""
+    require_loaded()
+    ensure_setup()
+    yield
+    teardown_setup()
+
+
+@pytest.fixture
+def ropcie_ready(ropcie_env):
+    """ropcie0 there for each test: one that removed the device or the
+    module leaves it to the next."""
+    require_loaded("ropcie was unloaded by an earlier test")
+    ensure_setup()
+
+
 def module_file(env):
     """The module file the environment variable env names (ROPCIE_KO,
     ROPCIE_TEST_KO: build.sh builds both, vm-run passes both)."""
@@ -181,23 +199,9 @@ FAULTS_OFF = {
 }
 
 
-def read(path):
-    with open(path) as f:
-        return f.read().strip()
-
-
-def write(path, value):
-    with open(path, "w") as f:
-        f.write(f"{value}\n")
-
-
-def write_errno(path, value):
-    """Write value to path: 0, or the errno of the refusal."""
-    try:
-        write(path, value)
-    except OSError as e:
-        return e.errno
-    return 0
+read = krping.read_text
+write = krping.write_text
+write_errno = krping.write_errno
 
 
 def fault_dir(dev=ROPCIE_DEV):
