@@ -166,7 +166,7 @@ def test_filters_that_match_nothing_leave_the_run_alone(pool, faults):
 def test_qpn_filter_fails_that_qp_only(pool, faults):
     """With qpn set to the server's QP, a SEND fault strikes the server's
     first SEND (the device's second) and not the client's before it."""
-    srv, cli = ping_pair(pool, count=0)
+    srv, cli = ping_pair(pool, count=1 << 30)
     srv.start()
     srv.expect_state("listening")
     ropcie.arm_fail_wc(faults, opcode="send", status="rem_op_err",
@@ -220,7 +220,10 @@ QP_EVENTS = {
 
 
 def running_pair(pool):
-    srv, cli = ping_pair(pool, count=0)
+    """A ping pair in its third iteration or later. Its count is never
+    reached: a server with count=0 would end done when its client left
+    between iterations, and hide which side a fault broke."""
+    srv, cli = ping_pair(pool, count=1 << 30)
     srv.start()
     srv.expect_state("listening")
     cli.start()
