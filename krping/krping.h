@@ -78,6 +78,21 @@ struct krping_bandwidth {
 
 struct krping_results;
 
+/*
+ * The work requests a failed completion names in failed_wr (results.c),
+ * by the verb of what was posted: a failed completion's opcode is not
+ * defined.
+ */
+enum krping_wr {
+	KRPING_WR_SEND,
+	KRPING_WR_RECV,
+	KRPING_WR_RDMA_WRITE,
+	KRPING_WR_RDMA_READ,
+	KRPING_WR_REG_MR,
+	KRPING_WR_LOCAL_INV,
+	KRPING_WR_NR,
+};
+
 /**
  * struct krping_session - one test session (a configfs directory)
  * @item: the configfs item; its release frees the session
@@ -101,22 +116,9 @@ struct krping_results;
  * @nr_qps: connections of the current or last run, 0 before the first
  * @progress: the measured part of the current or last run
  * @results: the sysfs directory of this session
+ * @failed_wc: the first failed completion of the current or last run,
+ *	packed (krping_session_wc_failed())
  */
-/*
- * The work requests a failed completion names in failed_wr (results.c),
- * by the verb of what was posted: a failed completion's opcode is not
- * defined.
- */
-enum krping_wr {
-	KRPING_WR_SEND,
-	KRPING_WR_RECV,
-	KRPING_WR_RDMA_WRITE,
-	KRPING_WR_RDMA_READ,
-	KRPING_WR_REG_MR,
-	KRPING_WR_LOCAL_INV,
-	KRPING_WR_NR,
-};
-
 struct krping_session {
 	struct config_item item;
 	struct mutex lock;		/* see the kernel-doc above */
@@ -126,7 +128,6 @@ struct krping_session {
 	bool dropped;
 	int state;
 	int error;
-	/* The first failed completion: krping_session_wc_failed(). */
 	atomic_t failed_wc;
 	spinlock_t result_lock;		/* see the kernel-doc above */
 	char device[IB_DEVICE_NAME_MAX];
@@ -153,8 +154,6 @@ void krping_session_wc_failed(struct krping_session *sess, enum krping_wr wr,
 			      enum ib_wc_status status);
 bool krping_session_failed_wc(const struct krping_session *sess,
 			      enum krping_wr *wr, enum ib_wc_status *status);
-const char *krping_wr_name(enum krping_wr wr);
-const char *krping_wc_status_name(enum ib_wc_status status);
 void krping_session_publish(struct krping_session *sess,
 			    const struct krping_lat_summary *lat,
 			    struct krping_lat_buckets *hist,
@@ -163,6 +162,8 @@ int krping_session_reset(struct krping_session *sess);
 const char *krping_state_name(int state);
 
 /* results.c: /sys/kernel/krping */
+const char *krping_wr_name(enum krping_wr wr);
+const char *krping_wc_status_name(enum ib_wc_status status);
 int krping_results_init(void);
 void krping_results_exit(void);
 struct krping_results *krping_results_add(struct krping_session *sess,

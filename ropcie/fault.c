@@ -139,22 +139,30 @@ static int ropcie_fault_get_line(char *buf, size_t size,
 	return 0;
 }
 
-/* times: arming one turns the static key on, for good. */
+/*
+ * times: arming one turns the static key on, for good, and starts the
+ * count of interval over, so that "interval N, times 1" fails the N-th
+ * matching call from here.
+ */
 static int ropcie_fault_times_get(void *data, u64 *val)
 {
-	*val = (u64)(s64)atomic_read(data);
+	struct ropcie_fault_attr *a = data;
+
+	*val = (u64)(s64)atomic_read(&a->times);
 	return 0;
 }
 
 static int ropcie_fault_times_set(void *data, u64 val)
 {
+	struct ropcie_fault_attr *a = data;
 	s64 v = (s64)val;
 
 	if (v < -1 || v > INT_MAX)
 		return -ERANGE;
 	if (v)
 		static_branch_enable(&ropcie_fault_armed);
-	atomic_set(data, (int)v);
+	atomic_set(&a->count, 0);
+	atomic_set(&a->times, (int)v);
 	return 0;
 }
 
@@ -170,7 +178,7 @@ static void ropcie_fault_attr_add(struct ropcie_fault_attr *a,
 	a->interval = 1;
 	debugfs_create_u32("probability", 0600, dir, &a->probability);
 	debugfs_create_u32("interval", 0600, dir, &a->interval);
-	debugfs_create_file_unsafe("times", 0600, dir, &a->times,
+	debugfs_create_file_unsafe("times", 0600, dir, a,
 				   &ropcie_fault_times_fops);
 	debugfs_create_atomic_t("space", 0600, dir, &a->space);
 	debugfs_create_u32("verbose", 0600, dir, &a->verbose);

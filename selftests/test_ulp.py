@@ -104,14 +104,14 @@ class NvmetTarget:
             self.subsys.rmdir()
 
 
-def nvme_connect(addr=ADDR, extra=""):
+def nvme_connect(addr=ADDR, io_queues=2, extra=""):
     """Connect to the target at @addr as `nvme connect -t rdma` does;
     the controller's name."""
     # Our own host NQN needs its own host ID: the kernel's default one
     # belongs to its default NQN.
     opts = (f"transport=rdma,traddr={addr},trsvcid={NVME_PORT},nqn={NQN},"
-            f"hostnqn={HOSTNQN},hostid={uuid.uuid4()},nr_io_queues=2,"
-            f"ctrl_loss_tmo=5{extra}")
+            f"hostnqn={HOSTNQN},hostid={uuid.uuid4()},"
+            f"nr_io_queues={io_queues},ctrl_loss_tmo=5{extra}")
     fd = os.open("/dev/nvme-fabrics", os.O_RDWR)
     try:
         os.write(fd, opts.encode())
@@ -280,12 +280,14 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
     try:
         target = NvmetTarget(backing)
         devs = set(Path("/dev").glob("nvme*n1"))
-        ctrl = nvme_connect(extra=",reconnect_delay=1,ctrl_loss_tmo=60")
+        # One I/O queue: fio's commands take it from whichever CPU.
+        ctrl = nvme_connect(io_queues=1,
+                            extra=",reconnect_delay=1,ctrl_loss_tmo=60")
         dev = new_namespace(devs)
         qpns = ulp_qpns(side)
         assert len(qpns) >= 2, \
             f"{side}: QPs {qpns} of {ropcie.kernel_resources('qp')}"
-        victim = qpns[-1]       # an I/O queue: the admin queue's is first
+        victim = qpns[-1]       # the I/O queue: the admin queue's is first
         if opcode:
             ropcie.arm_fail_wc(faults, opcode=opcode, status=status,
                                qpn=victim, space=20)
