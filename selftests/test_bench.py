@@ -344,10 +344,8 @@ def stop_mid_run(srv, cli, side, how):
     end = peer.wait_end(PEER_END)
     assert end in ("done", "failed"), peer.describe()
     if end == "failed":
-        # iWARP (siw) tears the stream down under work in flight: that
-        # work completes in error (-EIO) before the disconnect is seen.
         allowed = (-errno.ECONNRESET, -errno.ETIMEDOUT) + \
-            ((-errno.EIO,) if krping.IWARP else ())
+            tuple(-e for e in krping.PEER_LOST_IWARP_ERRNOS)
         assert peer.error in allowed, peer.describe()
     return [peer] + ([victim] if how == "stop" else [])
 

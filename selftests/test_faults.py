@@ -52,10 +52,13 @@ FAULT_ERRNOS = {
 }
 # iWARP: siw refuses a post to a QP that the peer's disconnect has put in
 # CLOSING with ENOTCONN, and a ping that posts before the DISCONNECTED
-# event arrives ends with that (seen with the host's cores overcommitted).
+# event arrives ends with that. A peer gone under a READ it answers
+# raises QP_REQ_ERR (krping.PEER_LOST_IWARP_ERRNOS).
 if krping.IWARP:
     for _errnos in FAULT_ERRNOS.values():
         _errnos.add(E.ENOTCONN)
+    for _fault in ("rmdir", "link_down"):
+        FAULT_ERRNOS[_fault].update(krping.PEER_LOST_IWARP_ERRNOS)
 
 
 def sh(*cmd, check=True):

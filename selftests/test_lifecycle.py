@@ -14,10 +14,10 @@ from lib import krping
 RMDIR_MAX = 20.0
 
 # A run whose peer goes away in the middle of it (stopped, removed) ends
-# failed with ECONNRESET (Documentation/krping.rst, Troubleshooting). On
-# iWARP (siw) the stream is torn down under work in flight, which may
-# complete in error (EIO) before the disconnect is seen (test_bench.py).
-PEER_GONE = (-errno.ECONNRESET,) + ((-errno.EIO,) if krping.IWARP else ())
+# failed with ECONNRESET (Documentation/krping.rst, Troubleshooting), or
+# on iWARP with what krping.PEER_LOST_IWARP_ERRNOS says.
+PEER_GONE = (-errno.ECONNRESET,) + \
+    tuple(-e for e in krping.PEER_LOST_IWARP_ERRNOS)
 
 
 def listening_server(pool, **attrs):

@@ -118,10 +118,10 @@ def test_64_concurrent_pairs(capsys):
 # iWARP the disconnect is the end of the TCP stream, and siw fails work
 # in flight on it before the stream's close reaches the CM: a READ
 # response cut short (IB_WC_GENERAL_ERR), a SEND or WRITE the socket
-# refused (IB_WC_LOC_QP_OP_ERR): EIO, as test_bench.py's stop_mid_run()
-# allows there.
+# refused (IB_WC_LOC_QP_OP_ERR): EIO; a READ response it cannot send:
+# QP_REQ_ERR, EREMOTEIO (krping.PEER_LOST_IWARP_ERRNOS).
 STOPPED_PEER_ERRORS = (-errno.ECONNRESET,) + \
-    ((-errno.EIO,) if krping.IWARP else ())
+    tuple(-e for e in krping.PEER_LOST_IWARP_ERRNOS)
 
 
 def test_count0_pairs_stopped_after_a_while(pool):

@@ -96,6 +96,14 @@ def _iwarp():
 # to wait for.
 IWARP = _iwarp()
 
+# What a run whose peer went away mid-run may end with beside ECONNRESET
+# (the disconnect or a flushed completion). On iWARP (siw) the peer's
+# TCP stream ends under work in flight, before the CM sees the close:
+# that work completes in error (EIO), and a READ response siw can no
+# longer send raises QP_REQ_ERR on the responder (EREMOTEIO,
+# krping/resources.c).
+PEER_LOST_IWARP_ERRNOS = (errno.EIO, errno.EREMOTEIO) if IWARP else ()
+
 # TCG is slow: a 10-iteration ping takes about a second, a connection
 # attempt a few; the debug kernel (KRPING_SLOW=1: KASAN, lockdep, kmemleak)
 # is several times slower again. Every wait in the suite is bounded by one
