@@ -88,7 +88,10 @@ def assert_peer_ended(sess):
     assert sess.failed_wc == ("", ""), sess.describe()
 
 
-@pytest.mark.parametrize("status", sorted(STATUS_ERRNO))
+# One status per errno beyond 6.12 (stock_only): ropcie's path is the
+# same for each, krping's errno is not.
+@pytest.mark.parametrize("status", krping.representatives(
+    sorted(STATUS_ERRNO), key=STATUS_ERRNO.get))
 def test_failed_read_ends_the_run_with_its_status(pool, faults, status):
     """The third READ fails with status: the server ends failed with
     that status's errno and names the READ; two iterations were done and

@@ -14,6 +14,9 @@
 # published in $KRPING_CACHE/ko/<release>/kunit/. Builds from a fresh copy of the project sources (out-of-tree kbuild writes its
 # objects next to the sources, so each kernel needs its own copy; a clean
 # copy every time also means warnings are never hidden by a stale object).
+# Objects come through ccache (in $KRPING_CACHE/ccache, where it is
+# installed): a source that did not change is not compiled again, and a
+# hit replays the compiler's warnings, so W=1 still sees every one.
 # A kernel passes only if make succeeds and prints no "warning:" (compiler
 # or modpost). Writes one TAP test per kernel to FILE (or stdout); exits 1
 # if any kernel failed. Build logs: $KRPING_CACHE/build/<release>.log
@@ -40,6 +43,14 @@ copy_sources() {
 		--exclude=modules.order --exclude='.tmp*' --exclude='*.tap' . |
 		tar -C "$1" -xf -
 }
+
+# Debian's ccache puts a link per installed gcc (gcc-12,
+# x86_64-linux-gnu-gcc-12, ...) in /usr/lib/ccache: whichever compiler a
+# kernel's kbuild names, it is found there first.
+if [[ -x /usr/lib/ccache/gcc ]]; then
+	export PATH=/usr/lib/ccache:$PATH CCACHE_DIR=$KRPING_CACHE/ccache
+	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
+fi
 
 n=0 failed=0 out=
 for want in "$@"; do

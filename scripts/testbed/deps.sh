@@ -16,6 +16,9 @@ PKGS=(
 	# KUnit on UML builds from the kernel source.
 	linux-source-6.12 flex bison bc libelf-dev libssl-dev xz-utils
 	make gcc libc6-dev
+	# build.sh compiles the modules through ccache: a warm check
+	# recompiles only the sources that changed.
+	ccache
 	# Unstable's newest kernel (newest-kernel.sh): its kbuild programs
 	# are rebuilt here (the above, and pahole, whose version its config
 	# records); apt-get download and dpkg -x fetch it, nothing of

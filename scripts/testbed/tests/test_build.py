@@ -61,3 +61,31 @@ def test_a_build_of_every_module_publishes_them(tmp_path):
     for m in ("rdma_krping", "ropcie", "ropcie_test"):
         assert (cache / "ko" / kver / f"{m}.ko").stat().st_size > 0, m
     assert cp.returncode == 0
+
+
+def ccache_hits(cache):
+    """Compilations ccache answered from its cache in CACHE's ccache."""
+    cp = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True,
+                        timeout=60, env={**os.environ, "CCACHE_DIR": str(cache / "ccache")})
+    assert cp.returncode == 0, cp.stderr
+    stats = dict(line.split("\t", 1) for line in cp.stdout.splitlines() if "\t" in line)
+    return int(stats["direct_cache_hit"]) + int(stats["preprocessed_cache_hit"])
+
+
+def test_a_warning_fails_the_build_again_when_its_object_is_cached(tmp_path):
+    """The second build of the same sources comes from ccache, and the
+    W=1 warning of the first is replayed and fails it as well."""
+    kver = modules.release()
+    cache = tmp_path / "cache"
+    repo = fake_repo(tmp_path, ["rdma_krping", "ropcie", "ropcie_test"])
+    (repo / "ropcie.c").write_text(modules.MODULE_C.format(
+        name="ropcie", body="int unused_by_anyone;"))
+    for attempt in (1, 2):
+        cp, tap = build_sh(repo, cache, kver)
+        assert f"not ok 1 build {kver} W=1" in tap, (attempt, tap, cp.stderr)
+        assert "1 warning(s)" in tap and "unused_by_anyone" in tap, (attempt, tap)
+        assert cp.returncode == 1
+        assert not (cache / "ko" / kver / "ropcie.ko").exists()
+        if attempt == 1:
+            assert ccache_hits(cache) == 0
+    assert ccache_hits(cache) >= 3, "the second build was not served by ccache"
