@@ -11,6 +11,7 @@
 #ifndef KRPING_COMPAT_H
 #define KRPING_COMPAT_H
 
+#include <linux/hrtimer.h>
 #include <linux/kernel.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
@@ -86,5 +87,24 @@ static inline void krping_compat_mark_name_assigned(struct ib_device *ibdev)
 #else
 #define krping_compat_umem_get ib_umem_get
 #endif
+
+/*
+ * hrtimer_setup() initialises a timer with its function in one call
+ * since Linux 6.13 ("hrtimers: Introduce hrtimer_setup() to replace
+ * hrtimer_init()"); Debian's 7.2 has no hrtimer_init() any more, which
+ * left the function to the caller.
+ */
+static inline void
+krping_compat_hrtimer_setup(struct hrtimer *timer,
+			    enum hrtimer_restart (*function)(struct hrtimer *),
+			    clockid_t clock_id, enum hrtimer_mode mode)
+{
+#ifdef KRPING_HAVE_HRTIMER_SETUP
+	hrtimer_setup(timer, function, clock_id, mode);
+#else
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = function;
+#endif
+}
 
 #endif /* KRPING_COMPAT_H */

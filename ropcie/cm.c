@@ -58,6 +58,11 @@ struct ropcie_creq {
 	struct sockaddr_storage laddr, raddr;	/* the active side's */
 	struct delayed_work timeout;
 	/*
+	 * What the timeout answers: -ETIMEDOUT after connect_timeout_ms,
+	 * or at once a refusal injected in its stead (fault.c).
+	 */
+	int timeout_status;
+	/*
 	 * Over a link: the link and its generation. A request made here
 	 * (qp set) has the active QP's id on the link; one that came from
 	 * the other host (qp and cm_id NULL) the peer's ids.
@@ -290,6 +295,7 @@ static struct ropcie_creq *ropcie_creq_new(void)
 	}
 	kref_init(&creq->ref);
 	INIT_DELAYED_WORK(&creq->timeout, ropcie_creq_expire);
+	creq->timeout_status = -ETIMEDOUT;
 	return creq;
 }
 
@@ -315,11 +321,14 @@ static void ropcie_creq_put(struct ropcie_creq *creq)
  */
 static void ropcie_creq_publish(struct ropcie_creq *creq)
 {
+	unsigned long delay = 0;
+
 	lockdep_assert_held(&ropcie_fabric_lock);
 	kref_get(&creq->ref);
 	xa_store(&ropcie_creqs, creq->id, creq, GFP_ATOMIC);
-	queue_delayed_work(ropcie_cm_wq, &creq->timeout,
-			   msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms)));
+	if (creq->timeout_status == -ETIMEDOUT)
+		delay = msecs_to_jiffies(READ_ONCE(ropcie_connect_timeout_ms));
+	queue_delayed_work(ropcie_cm_wq, &creq->timeout, delay);
 }
 
 /*
@@ -430,8 +439,9 @@ static void ropcie_creq_expire(struct work_struct *work)
 	spin_unlock_irqrestore(&ropcie_fabric_lock, flags);
 	/* Else accept or reject took it and waits for us to return. */
 	if (mine) {
-		pr_debug("connection request %u timed out\n", creq->id);
-		ropcie_creq_refuse(creq, -ETIMEDOUT, NULL, 0, true);
+		pr_debug("connection request %u answered by its timeout: %d\n",
+			 creq->id, creq->timeout_status);
+		ropcie_creq_refuse(creq, creq->timeout_status, NULL, 0, true);
 	}
 	up_read(&ropcie_lx_life);
 }
@@ -543,7 +553,7 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	struct ropcie_creq *creq;
 	struct ib_qp *ibqp;
 	unsigned long flags;
-	int ret;
+	int ret, fault;
 
 	ibqp = ropcie_iw_get_qp(cm_id->device, param->qpn);
 	if (!ibqp)
@@ -566,8 +576,18 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	ret = ropcie_qp_free_for_conn(creq->qp);
 	if (ret)
 		goto unlock;
+	fault = ropcie_fault_connect(dev, ropcie_port(&creq->raddr));
 	l = ropcie_find_listener(dev, &creq->raddr);
-	if (!l) {
+	if (fault) {
+		/*
+		 * Injected: the request reaches no listener, here or across
+		 * a link, and its timeout answers it, after
+		 * connect_timeout_ms or at once with a refusal.
+		 */
+		creq->timeout_status = fault;
+		creq->qp->claimed = true;
+		ropcie_creq_publish(creq);
+	} else if (!l) {
 		/* Not on this host: to the other one, over a link. */
 		x = ropcie_lx_pick(&creq->gen);
 		if (!x) {

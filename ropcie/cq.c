@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ropcie completion queues: a ring of struct ib_wc with many producers
+ * ropcie completion queues: a ring of completions with many producers
  * (the QP workers, and posters that run a WRITE inline) serialised by a
- * spinlock, consumed by poll_cq.
+ * spinlock, consumed by poll_cq. A completion made while cq_delay_us is
+ * set (fault.c) stays in the ring out of sight until it is due: poll_cq
+ * does not see it, and the armed handler hears of it when it comes due.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -40,6 +42,58 @@ static void ropcie_cq_irq_work(struct irq_work *work)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
 }
 
+/*
+ * Make the entries that are due visible, in order: those up to the
+ * first that is not. Return ROPCIE_CQ_DEFER_COMP when the armed handler
+ * is to hear of one, and keep the due timer on the first that waits
+ * while a handler is armed. Under cq->lock.
+ */
+static unsigned long ropcie_cq_reveal(struct ropcie_cq *cq, u64 now)
+{
+	struct ropcie_ring *r = &cq->ring;
+	const struct ropcie_cqe *e;
+	unsigned long todo = 0;
+
+	for (; cq->due != r->head; cq->due++) {
+		e = ropcie_ring_slot(r, cq->due);
+		if (e->due_ns > now)
+			break;
+		if (cq->notify & IB_CQ_NEXT_COMP ||
+		    (cq->notify & IB_CQ_SOLICITED && e->solicited)) {
+			cq->notify = 0;
+			todo |= BIT(ROPCIE_CQ_DEFER_COMP);
+		}
+	}
+	if (cq->due == r->head || !cq->notify)
+		return todo;
+	/* Set for a later entry (the delay shrank, or cq_clean ran): earlier. */
+	e = ropcie_ring_slot(r, cq->due);
+	if (!hrtimer_is_queued(&cq->due_timer) ||
+	    ktime_after(hrtimer_get_expires(&cq->due_timer),
+			ns_to_ktime(e->due_ns)))
+		hrtimer_start(&cq->due_timer, ns_to_ktime(e->due_ns),
+			      HRTIMER_MODE_ABS);
+	return todo;
+}
+
+/*
+ * The timer's interrupt (a softirq on PREEMPT_RT), as a device's
+ * interrupt for a completion.
+ */
+static enum hrtimer_restart ropcie_cq_due_timer(struct hrtimer *timer)
+{
+	struct ropcie_cq *cq = container_of(timer, struct ropcie_cq, due_timer);
+	struct ib_cq *ibcq = &cq->ibcq;
+	unsigned long flags, todo;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	todo = ropcie_cq_reveal(cq, ktime_get_ns());
+	spin_unlock_irqrestore(&cq->lock, flags);
+	if (todo && ibcq->comp_handler)
+		ibcq->comp_handler(ibcq, ibcq->cq_context);
+	return HRTIMER_NORESTART;
+}
+
 int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		     KRPING_COMPAT_CQ_ATTRS *attrs)
 {
@@ -58,13 +112,16 @@ int ropcie_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		goto err;
 	}
 	size = ropcie_ring_size_for(attr->cqe);
-	ret = ropcie_ring_init(&cq->ring, size, sizeof(struct ib_wc),
+	ret = ropcie_ring_init(&cq->ring, size, sizeof(struct ropcie_cqe),
 			       GFP_KERNEL);
 	if (ret)
 		goto err;
 	spin_lock_init(&cq->lock);
 	init_irq_work(&cq->irq_work, ropcie_cq_irq_work);
+	krping_compat_hrtimer_setup(&cq->due_timer, ropcie_cq_due_timer,
+				    CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	cq->deferred = 0;
+	cq->due = 0;
 	/* The ring may hold more than asked for: report what it holds. */
 	ibcq->cqe = ropcie_ring_capacity(&cq->ring);
 	return 0;
@@ -77,6 +134,8 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct ropcie_cq *cq = to_rcq(ibcq);
 
+	/* No QP produces: once cancelled, the timer is not started again. */
+	hrtimer_cancel(&cq->due_timer);
 	irq_work_sync(&cq->irq_work);
 	ropcie_ring_free(&cq->ring);
 	atomic_dec(&to_rdev(ibcq->device)->num_cq);
@@ -100,18 +159,26 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 unsigned long ropcie_cq_push(struct ropcie_cq *cq, const struct ib_wc *wc,
 			     bool solicited)
 {
+	u64 delay = ropcie_fault_cq_delay_ns(to_rdev(cq->ibcq.device));
 	unsigned long flags, todo = 0;
+	struct ropcie_cqe *e;
+	u64 now;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	if (ropcie_ring_push(&cq->ring, wc)) {
+	/* Under the lock: the entries' due times follow their order. */
+	now = delay ? ktime_get_ns() : 0;
+	e = ropcie_ring_prod_slot(&cq->ring);
+	if (!e) {
 		if (!cq->overflow)
 			todo |= BIT(ROPCIE_CQ_DEFER_ERR);
 		cq->overflow = true;
 		todo |= BIT(ROPCIE_CQ_LOST);
-	} else if (cq->notify & IB_CQ_NEXT_COMP ||
-		   (cq->notify & IB_CQ_SOLICITED && solicited)) {
-		cq->notify = 0;
-		todo |= BIT(ROPCIE_CQ_DEFER_COMP);
+	} else {
+		e->wc = *wc;
+		e->due_ns = delay ? now + delay : 0;
+		e->solicited = solicited;
+		ropcie_ring_produce(&cq->ring);
+		todo |= ropcie_cq_reveal(cq, now);
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return todo;
@@ -180,20 +247,26 @@ void ropcie_cq_clean(struct ropcie_cq *cq, const struct ib_qp *ibqp)
 {
 	struct ropcie_ring *r = &cq->ring;
 	unsigned long flags;
-	u32 src, dst;
+	u32 src, dst, due;
 
 	/* Producers and poll_cq use the ring only under the lock. */
 	spin_lock_irqsave(&cq->lock, flags);
 	dst = r->tail;
+	due = r->tail;
 	for (src = r->tail; src != r->head; src++) {
-		const struct ib_wc *wc = ropcie_ring_slot(r, src);
+		const struct ropcie_cqe *e = ropcie_ring_slot(r, src);
 
-		if (wc->qp == ibqp)
+		if (src == cq->due)
+			due = dst;
+		if (e->wc.qp == ibqp)
 			continue;
 		if (dst != src)
-			memcpy(ropcie_ring_slot(r, dst), wc, r->esize);
+			memcpy(ropcie_ring_slot(r, dst), e, r->esize);
 		dst++;
 	}
+	if (src == cq->due)
+		due = dst;
+	cq->due = due;
 	/* As ropcie_ring_produce(): the entries moved, then head. */
 	smp_store_release(&r->head, dst);
 	spin_unlock_irqrestore(&cq->lock, flags);
@@ -211,18 +284,39 @@ static void ropcie_wc_name_qp(struct ib_wc *wc)
 		wc->qp = name;
 }
 
+/*
+ * The handler a reveal outside a producer asked for: from an IRQ work,
+ * as the caller may hold locks the handler takes.
+ */
+static void ropcie_cq_defer_comp(struct ropcie_cq *cq, unsigned long todo)
+{
+	if (todo & BIT(ROPCIE_CQ_DEFER_COMP)) {
+		set_bit(ROPCIE_CQ_DEFER_COMP, &cq->deferred);
+		irq_work_queue(&cq->irq_work);
+	}
+}
+
 static int ropcie_cq_pop(struct ropcie_cq *cq, int num, struct ib_wc *wc)
 {
-	unsigned long flags;
+	struct ropcie_ring *r = &cq->ring;
+	unsigned long flags, todo = 0;
 	int n = 0;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	while (n < num && !ropcie_ring_pop(&cq->ring, &wc[n]))
-		ropcie_wc_name_qp(&wc[n++]);
+	if (cq->due != r->head)
+		todo = ropcie_cq_reveal(cq, ktime_get_ns());
+	for (; n < num && r->tail != cq->due; n++) {
+		const struct ropcie_cqe *e = ropcie_ring_cons_slot(r);
+
+		wc[n] = e->wc;
+		ropcie_ring_consume(r);
+		ropcie_wc_name_qp(&wc[n]);
+	}
 	/* Drained: the next overflow raises its own event. */
-	if (ropcie_ring_empty(&cq->ring))
+	if (ropcie_ring_empty(r))
 		cq->overflow = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
+	ropcie_cq_defer_comp(cq, todo);
 	return n;
 }
 
@@ -256,7 +350,8 @@ int ropcie_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 int ropcie_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct ropcie_cq *cq = to_rcq(ibcq);
-	unsigned long irqflags;
+	struct ropcie_ring *r = &cq->ring;
+	unsigned long irqflags, todo = 0;
 	int ret = 0;
 
 	/* Its user is going to wait: no busy poll (ropcie_poll_cq()). */
@@ -267,8 +362,16 @@ int ropcie_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 		cq->notify = IB_CQ_NEXT_COMP;
 	else if (cq->notify != IB_CQ_NEXT_COMP)
 		cq->notify = IB_CQ_SOLICITED;
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS && !ropcie_ring_empty(&cq->ring))
+	/*
+	 * Entries still waiting: the reveal starts the due timer for them
+	 * (or hands the handler those that came due meanwhile). Only due
+	 * ones are missed events: a delayed entry is not there yet.
+	 */
+	if (cq->due != r->head)
+		todo = ropcie_cq_reveal(cq, ktime_get_ns());
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS && r->tail != cq->due && !todo)
 		ret = 1;
 	spin_unlock_irqrestore(&cq->lock, irqflags);
+	ropcie_cq_defer_comp(cq, todo);
 	return ret;
 }

@@ -10,13 +10,16 @@
  *   fail_create_cq/
  *   fail_alloc_mr/
  *   fail_reg_mr/
+ *   fail_connect/     connection requests that time out or are refused
  *   event             async events: a QP's, a CQ's, the port's, the
  *                     device's, each with the state change it implies
+ *   cq_delay_us       completions that come late
  *
  * Each fail_* directory decides when to strike as the kernel's fault
  * attributes do (probability, interval, times, space, verbose), without
  * CONFIG_FAULT_INJECTION, which Debian's kernels lack. Until a fault is
- * first armed, a static key keeps the data path's checks out of it.
+ * first armed or a delay first set, a static key keeps the data path's
+ * checks out of it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -59,6 +62,18 @@ static const struct ropcie_fault_choice ropcie_fault_statuses[] = {
 	{ "fatal_err", IB_WC_FATAL_ERR },
 	{ "resp_timeout_err", IB_WC_RESP_TIMEOUT_ERR },
 	{ "general_err", IB_WC_GENERAL_ERR },
+};
+
+/*
+ * fail_connect/answer: how an active side hears of its request. rdma_cm
+ * makes REJECTED of a refusal or reset, UNREACHABLE of a timeout and
+ * CONNECT_ERROR of the rest (cma_iw_handler()).
+ */
+static const struct ropcie_fault_choice ropcie_fault_answers[] = {
+	{ "timeout", -ETIMEDOUT },
+	{ "refused", -ECONNREFUSED },
+	{ "reset", -ECONNRESET },
+	{ "unreachable", -EHOSTUNREACH },
 };
 
 static const char * const ropcie_fault_verb_names[] = {
@@ -122,6 +137,23 @@ bool __ropcie_fault_verb(struct ropcie_dev *dev, enum ropcie_fault_verb verb)
 {
 	return ropcie_fault_strikes(&dev->faults.verb[verb],
 				    ropcie_fault_verb_names[verb]);
+}
+
+int __ropcie_fault_connect(struct ropcie_dev *dev, u16 port)
+{
+	struct ropcie_faults *f = &dev->faults;
+	int want_port = READ_ONCE(f->connect_port);
+
+	if (want_port >= 0 && want_port != port)
+		return 0;
+	if (!ropcie_fault_strikes(&f->connect, "fail_connect"))
+		return 0;
+	return READ_ONCE(f->connect_answer);
+}
+
+u64 __ropcie_fault_cq_delay_ns(struct ropcie_dev *dev)
+{
+	return (u64)READ_ONCE(dev->faults.cq_delay_us) * NSEC_PER_USEC;
 }
 
 /* Copy a short command from user space into @buf, without its newline. */
@@ -235,8 +267,8 @@ static const struct file_operations ropcie_fault_choice_fops = {
 	.release = single_release,
 };
 
-/* fail_wc/qpn: a QP number, or -1 for any. */
-static int ropcie_fault_qpn_get(void *data, u64 *val)
+/* fail_wc/qpn and fail_connect/port: a number, or -1 for any. */
+static int ropcie_fault_int_get(void *data, u64 *val)
 {
 	*val = (u64)(s64)READ_ONCE(*(int *)data);
 	return 0;
@@ -253,8 +285,44 @@ static int ropcie_fault_qpn_set(void *data, u64 val)
 }
 
 DEFINE_DEBUGFS_ATTRIBUTE_SIGNED(ropcie_fault_qpn_fops,
-				ropcie_fault_qpn_get, ropcie_fault_qpn_set,
+				ropcie_fault_int_get, ropcie_fault_qpn_set,
 				"%lld\n");
+
+/* fail_connect/port: a TCP-style port, or -1 for any. */
+static int ropcie_fault_port_set(void *data, u64 val)
+{
+	s64 v = (s64)val;
+
+	if (v < -1 || v > U16_MAX)
+		return -ERANGE;
+	WRITE_ONCE(*(int *)data, (int)v);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE_SIGNED(ropcie_fault_port_fops,
+				ropcie_fault_int_get, ropcie_fault_port_set,
+				"%lld\n");
+
+/* cq_delay_us: 0 (the default) delays nothing. */
+static int ropcie_fault_cq_delay_get(void *data, u64 *val)
+{
+	*val = READ_ONCE(*(u32 *)data);
+	return 0;
+}
+
+static int ropcie_fault_cq_delay_set(void *data, u64 val)
+{
+	if (val > ROPCIE_FAULT_MAX_CQ_DELAY_US)
+		return -ERANGE;
+	if (val)
+		static_branch_enable(&ropcie_fault_armed);
+	WRITE_ONCE(*(u32 *)data, (u32)val);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE(ropcie_fault_cq_delay_fops,
+			 ropcie_fault_cq_delay_get, ropcie_fault_cq_delay_set,
+			 "%llu\n");
 
 /* A QP of @dev by number, with a reference, or NULL. */
 static struct ropcie_qp *ropcie_fault_get_qp(struct ropcie_dev *dev, u32 qpn)
@@ -329,17 +397,19 @@ enum ropcie_fault_event {
 	ROPCIE_EV_QP_FATAL,
 	ROPCIE_EV_QP_REQ_ERR,
 	ROPCIE_EV_QP_ACCESS_ERR,
+	ROPCIE_EV_CONN_RESET,
 	ROPCIE_EV_CQ_ERR,
 	ROPCIE_EV_PORT_ERR,
 	ROPCIE_EV_PORT_ACTIVE,
 	ROPCIE_EV_DEVICE_FATAL,
 };
 
-/* The events' names in the event file; the first four take a number. */
+/* The events' names in the event file; the first five take a number. */
 static const char * const ropcie_fault_events[] = {
 	[ROPCIE_EV_QP_FATAL] = "qp_fatal",
 	[ROPCIE_EV_QP_REQ_ERR] = "qp_req_err",
 	[ROPCIE_EV_QP_ACCESS_ERR] = "qp_access_err",
+	[ROPCIE_EV_CONN_RESET] = "conn_reset",
 	[ROPCIE_EV_CQ_ERR] = "cq_err",
 	[ROPCIE_EV_PORT_ERR] = "port_err",
 	[ROPCIE_EV_PORT_ACTIVE] = "port_active",
@@ -367,6 +437,20 @@ static int ropcie_fault_event(struct ropcie_dev *dev,
 		ropcie_fault_qp_event(qp, ropcie_fault_qp_events[ev]);
 		ropcie_qp_put(qp);
 		return 0;
+	case ROPCIE_EV_CONN_RESET:
+		/*
+		 * The connection closes under the QP, with no event of the
+		 * QP's own, as from below: the QP flushes and closes
+		 * (ropcie_cm_close(): its peer hears DISCONNECT and CLOSE,
+		 * its own cm_id CLOSE), so rdma_cm tells both ULPs
+		 * DISCONNECTED.
+		 */
+		qp = ropcie_fault_get_qp(dev, num);
+		if (!qp)
+			return -ENOENT;
+		ropcie_qp_set_error(qp);
+		ropcie_qp_put(qp);
+		return 0;
 	case ROPCIE_EV_CQ_ERR:
 		return ropcie_fault_cq_err(dev, num);
 	case ROPCIE_EV_PORT_ERR:
@@ -391,7 +475,8 @@ static int ropcie_fault_event(struct ropcie_dev *dev,
 
 /*
  * event: "qp_fatal QPN", "qp_req_err QPN", "qp_access_err QPN",
- * "cq_err CQN", "port_err", "port_active" or "device_fatal". -EINVAL for
+ * "conn_reset QPN", "cq_err CQN", "port_err", "port_active" or
+ * "device_fatal". -EINVAL for
  * an unknown event or a number missing or given where none belongs,
  * -ENOENT for a QP or CQ that does not exist.
  */
@@ -444,7 +529,7 @@ static const struct file_operations ropcie_fault_event_fops = {
 void ropcie_fault_add(struct ropcie_dev *dev)
 {
 	struct ropcie_faults *f = &dev->faults;
-	struct dentry *wc;
+	struct dentry *wc, *conn;
 	char name[32];
 	unsigned int i;
 
@@ -475,8 +560,23 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 		ropcie_fault_attr_add(&f->verb[i],
 				      debugfs_create_dir(name, f->dir));
 	}
+
+	f->connect_port = -1;
+	f->connect_answer = -ETIMEDOUT;
+	f->connect_answer_file = (struct ropcie_fault_choice_file) {
+		ropcie_fault_answers, ARRAY_SIZE(ropcie_fault_answers),
+		&f->connect_answer,
+	};
+	conn = debugfs_create_dir("fail_connect", f->dir);
+	ropcie_fault_attr_add(&f->connect, conn);
+	debugfs_create_file_unsafe("port", 0600, conn, &f->connect_port,
+				   &ropcie_fault_port_fops);
+	debugfs_create_file("answer", 0600, conn, &f->connect_answer_file,
+			    &ropcie_fault_choice_fops);
 	debugfs_create_file("event", 0200, f->dir, dev,
 			    &ropcie_fault_event_fops);
+	debugfs_create_file_unsafe("cq_delay_us", 0600, f->dir,
+				   &f->cq_delay_us, &ropcie_fault_cq_delay_fops);
 }
 
 /* Waits for the writers of the device's files to return. */

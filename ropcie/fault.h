@@ -9,6 +9,7 @@
 
 #include <linux/atomic.h>
 #include <linux/jump_label.h>
+#include <linux/time64.h>
 #include <rdma/ib_verbs.h>
 
 struct dentry;
@@ -67,6 +68,13 @@ struct ropcie_fault_choice_file {
  * @wc_opcode_file: fail_wc/opcode's words
  * @wc_status_file: fail_wc/status's words
  * @verb: fail_<verb>/: the resource verbs to fail with -ENOMEM
+ * @connect: fail_connect/: the connection requests to answer badly
+ * @connect_port: fail_connect/port: their destination port, or -1: any
+ * @connect_answer: fail_connect/answer: -ETIMEDOUT (no answer: the
+ *	request times out) or the status the request is answered with
+ * @connect_answer_file: fail_connect/answer's words
+ * @cq_delay_us: cq_delay_us: how long a new completion stays out of
+ *	sight of poll_cq and of the completion handler
  */
 struct ropcie_faults {
 	struct dentry *dir;
@@ -76,7 +84,15 @@ struct ropcie_faults {
 	int wc_status;
 	struct ropcie_fault_choice_file wc_opcode_file, wc_status_file;
 	struct ropcie_fault_attr verb[ROPCIE_FAULT_NR_VERBS];
+	struct ropcie_fault_attr connect;
+	int connect_port;
+	int connect_answer;
+	struct ropcie_fault_choice_file connect_answer_file;
+	u32 cq_delay_us;
 };
+
+/* The longest cq_delay_us: a ULP's own timeouts are seconds long. */
+#define ROPCIE_FAULT_MAX_CQ_DELAY_US	(10 * USEC_PER_SEC)
 
 /* Off until a fault is first armed: the data path pays nothing before. */
 DECLARE_STATIC_KEY_FALSE(ropcie_fault_armed);
@@ -84,6 +100,8 @@ DECLARE_STATIC_KEY_FALSE(ropcie_fault_armed);
 void __ropcie_fault_wc(struct ropcie_qp *qp, enum ib_wc_opcode opcode,
 		       enum ib_wc_status *status);
 bool __ropcie_fault_verb(struct ropcie_dev *dev, enum ropcie_fault_verb verb);
+u64 __ropcie_fault_cq_delay_ns(struct ropcie_dev *dev);
+int __ropcie_fault_connect(struct ropcie_dev *dev, u16 port);
 
 /**
  * ropcie_fault_wc() - fail a completion that would succeed, if asked to
@@ -109,6 +127,24 @@ static inline bool ropcie_fault_verb(struct ropcie_dev *dev,
 {
 	return static_branch_unlikely(&ropcie_fault_armed) &&
 	       __ropcie_fault_verb(dev, verb);
+}
+
+/*
+ * 0, or how a connection request of @dev to @port is to be answered
+ * instead of going to its listener (fail_connect/): -ETIMEDOUT for
+ * never, else at once with that status.
+ */
+static inline int ropcie_fault_connect(struct ropcie_dev *dev, u16 port)
+{
+	return static_branch_unlikely(&ropcie_fault_armed) ?
+	       __ropcie_fault_connect(dev, port) : 0;
+}
+
+/* How long a completion @dev makes now stays out of sight (cq_delay_us). */
+static inline u64 ropcie_fault_cq_delay_ns(struct ropcie_dev *dev)
+{
+	return static_branch_unlikely(&ropcie_fault_armed) ?
+	       __ropcie_fault_cq_delay_ns(dev) : 0;
 }
 
 void ropcie_fault_add(struct ropcie_dev *dev);

@@ -12,6 +12,7 @@
 #include <linux/atomic.h>
 #include <linux/completion.h>
 #include <linux/etherdevice.h>
+#include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/kthread.h>
 #include <linux/ktime.h>
@@ -77,16 +78,30 @@ struct ropcie_pd {
 	struct ib_pd ibpd;
 };
 
+/* A CQ's entry: the completion, and when poll_cq may see it. */
+struct ropcie_cqe {
+	struct ib_wc wc;
+	u64 due_ns;			/* ktime_get_ns(); 0: at once */
+	bool solicited;			/* of a solicited receive */
+};
+
 struct ropcie_cq {
 	struct ib_cq ibcq;
 	spinlock_t lock;		/* producers and poll_cq */
-	struct ropcie_ring ring;	/* of struct ib_wc */
+	struct ropcie_ring ring;	/* of struct ropcie_cqe */
 	u8 notify;			/* armed IB_CQ_SOLICITED/NEXT_COMP */
 	bool overflow;
 	/* Handlers of completions posted inline, in hard IRQ context. */
 	struct irq_work irq_work;
 	unsigned long deferred;		/* ROPCIE_CQ_DEFER_* bits */
 	atomic_t empty_polls;		/* by a user, since it last armed */
+	/*
+	 * Entries before this counter are due (poll_cq sees them); those
+	 * from it to the ring's head wait for cq_delay_us (fault.c).
+	 */
+	u32 due;
+	/* Reveals the entries that come due to an armed handler. */
+	struct hrtimer due_timer;
 };
 
 #define ROPCIE_CQ_DEFER_COMP	0	/* call the completion handler */

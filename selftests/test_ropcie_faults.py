@@ -14,10 +14,12 @@ device's 2k-th).
 """
 
 import errno
+import importlib.util
+import time
 
 import pytest
 
-from lib import krping, ropcie
+from lib import krping, ropcie, uverbs_peer
 from lib.krping import run_pair, ping_stats, ADV_BYTES
 from lib.ropcie import ropcie_env, ropcie_ready  # noqa: F401
 from lib.ropcie import ADDR, ensure_setup, teardown_setup
@@ -181,21 +183,22 @@ def test_filters_that_match_nothing_leave_the_run_alone(pool, faults):
 
 
 def test_qpn_filter_fails_that_qp_only(pool, faults):
-    """A SEND fault armed mid-run with qpn set to the server's QP fails a
-    SEND of the server's: the server names it, the client's SENDs pass
-    (it ends as the peer of a failure)."""
-    srv, cli = ping_pair(pool, count=1 << 30)
-    srv.start()
-    srv.expect_state("listening")
-    ropcie.arm_fail_wc(faults, opcode="send", status="rem_op_err",
-                       times=0)
-    cli.start()
-    cli.expect_state("running")
-    srv.expect_state("running")
-    qpn = ropcie.session_qpn(srv)
-    ropcie.arm_fail_wc(faults, opcode="send", status="rem_op_err", qpn=qpn)
+    """A READ fault armed mid-run for the client's QP, which never READs
+    in a ping, lets the server's READs pass: five more iterations run and
+    the fault stays armed. Armed for the server's QP, its next READ
+    fails: the server names it, the client ends as the peer."""
+    srv, cli = running_pair(pool)
+    ropcie.arm_fail_wc(faults, opcode="rdma_read", status="rem_op_err",
+                       qpn=ropcie.session_qpn(cli))
+    done = srv.stat("iterations")
+    krping.wait_for(lambda: srv.stat("iterations") >= done + 5,
+                    what="five more iterations")
+    assert (srv.state, cli.state) == ("running", "running")
+    assert ropcie.read(faults / "fail_wc" / "times") == "1"
+    ropcie.arm_fail_wc(faults, opcode="rdma_read", status="rem_op_err",
+                       qpn=ropcie.session_qpn(srv))
     assert srv.wait_end() == "failed"
-    assert_failed(srv, E.EIO, ("send", "rem_op_err"))
+    assert_failed(srv, E.EIO, ("rdma_read", "rem_op_err"))
     assert cli.wait_end() == "failed"
     assert_peer_ended(cli)
 
@@ -267,6 +270,76 @@ def test_qp_event_ends_that_qp(pool, faults, event):
     clean_pair(pool)
 
 
+def test_conn_reset_closes_the_connection_under_both_sides(pool, faults):
+    """conn_reset to the server's QP: the connection closes from below,
+    with no QP event; both sides hear their peer leave (ECONNRESET) and
+    name no failed work request."""
+    srv, cli = running_pair(pool)
+    ropcie.write(faults / "event", f"conn_reset {ropcie.session_qpn(srv)}")
+    for s in (srv, cli):
+        assert s.wait_end() == "failed"
+        assert_failed(s, E.ECONNRESET)
+    clean_pair(pool)
+
+
+# fail_connect/answer and what a krping client makes of it (krping/cm.c):
+# rdma_cm's REJECTED for a refusal or a reset, UNREACHABLE with the
+# status for a timeout, CONNECT_ERROR with it otherwise.
+CONNECT_ANSWERS = {"refused": E.ECONNREFUSED, "reset": E.ECONNREFUSED,
+                   "timeout": E.ETIMEDOUT, "unreachable": E.EHOSTUNREACH}
+# Longer than a client's whole setup and refusal (a second under TCG,
+# three on the debug kernel), so that an answer given at once ends it
+# sooner.
+CONNECT_TIMEOUT_MS = 3000 * (3 if krping.SLOW else 1)
+
+
+# One answer per errno beyond 6.12 (stock_only).
+@pytest.mark.parametrize("answer", krping.representatives(
+    sorted(CONNECT_ANSWERS), key=CONNECT_ANSWERS.get))
+def test_connect_fault_fails_that_request_only(pool, faults, answer):
+    """fail_connect on the server's port: the client's request reaches no
+    listener and gets answer (timeout: none, until connect_timeout_ms);
+    the client fails with what it makes of that and moved no byte, the
+    server still listens and serves the next client."""
+    saved = ropcie.read_params("connect_timeout_ms")
+    ropcie.set_params(connect_timeout_ms=CONNECT_TIMEOUT_MS)
+    try:
+        srv, cli = ping_pair(pool, 3)
+        srv.start()
+        srv.expect_state("listening")
+        port = int(srv.get("port"))
+        ropcie.arm_fail_connect(faults, answer, port=port)
+        t0 = time.monotonic()
+        cli.start()
+        assert cli.wait_end() == "failed"
+        took = time.monotonic() - t0
+        assert_failed(cli, CONNECT_ANSWERS[answer])
+        assert not any(cli.stats().values()), cli.describe()
+        # timeout: when connect_timeout_ms answers; the others at once.
+        assert (took >= CONNECT_TIMEOUT_MS / 1000) == (answer == "timeout"), \
+            took
+        assert ropcie.read(faults / "fail_connect" / "times") == "0"
+        assert srv.state == "listening", srv.describe()
+        cli2 = pool.session("c", role="client", addr=ADDR,
+                            port=port, count=3, size=SIZE, validate=1)
+        cli2.start()
+        assert (cli2.wait_end(), srv.wait_end()) == ("done", "done"), \
+            f"{srv.describe()} | {cli2.describe()}"
+        assert srv.stats() == ping_stats("server", 3, SIZE), srv.describe()
+    finally:
+        ropcie.set_params(**saved)
+
+
+def test_connect_fault_for_another_port_leaves_the_pair_alone(pool, faults):
+    """fail_connect armed for a port nobody connects to: a pair connects
+    and runs to its end; the fault is still armed."""
+    ropcie.arm_fail_connect(faults, "refused", port=1)
+    srv, cli = ping_pair(pool)
+    assert run_pair(srv, cli) == ("done", "done"), srv.describe()
+    assert cli.stats() == ping_stats("client", COUNT, SIZE)
+    assert ropcie.read(faults / "fail_connect" / "times") == "1"
+
+
 def test_port_goes_down_and_up(pool, faults):
     """port_err: the port is DOWN and both sides end with -ENETDOWN;
     port_active: ACTIVE again and a pair runs."""
@@ -288,6 +361,58 @@ def test_device_fatal_ends_every_connection(pool, faults):
         assert s.wait_end() == "failed"
         assert_failed(s, E.EIO)
     clean_pair(pool)
+
+
+# What a user's context hears first of each event (ibv_get_async_event,
+# by pyverbs' name). conn_reset raises none: a qp_fatal written after it
+# is the first.
+USER_EVENTS = {
+    "qp_fatal": "IBV_EVENT_QP_FATAL",
+    "qp_req_err": "IBV_EVENT_QP_REQ_ERR",
+    "qp_access_err": "IBV_EVENT_QP_ACCESS_ERR",
+    "conn_reset": "IBV_EVENT_QP_FATAL",
+    "cq_err": "IBV_EVENT_CQ_ERR",
+    "device_fatal": "IBV_EVENT_DEVICE_FATAL",
+}
+
+
+def user_cqn(pid):
+    """The number rdma resource show gives the CQ of process pid."""
+    cqs = ropcie.user_resources("cq", pid)
+    assert len(cqs) == 1, cqs
+    return cqs[0]["cqn"]
+
+
+# Beyond 6.12 (stock_only) one QP event stands for the three: ib_core
+# hands each to ib_uverbs the same way.
+@pytest.mark.parametrize("event", krping.representatives(
+    sorted(USER_EVENTS), key=lambda ev: ev.split("_")[0]))
+def test_event_reaches_a_user_context_and_leaves_its_qp_in_error(faults,
+                                                                 event):
+    """The event to a pyverbs program's QP (in INIT), its CQ or the
+    device: ibv_query_qp then finds the QP in the error state, and
+    rdma-core's libibverbs hands the program that event first (after
+    conn_reset, which raises none, the qp_fatal written next)."""
+    if importlib.util.find_spec("pyverbs") is None:
+        ropcie.missing("pyverbs not installed (package python3-pyverbs)")
+    p = uverbs_peer.start("events", ropcie.ROPCIE_DEV)
+    try:
+        info = uverbs_peer.first_line(p)
+        arg = {"cq_err": f" {user_cqn(info['pid'])}",
+               "device_fatal": ""}.get(event, f" {info['qpn']}")
+        ropcie.write(faults / "event", event + arg)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        state = uverbs_peer.first_line(p)
+        if event == "conn_reset":
+            ropcie.write(faults / "event", f"qp_fatal {info['qpn']}")
+        out = uverbs_peer.result(p)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert state == {"qp_state": "IBV_QPS_ERR"}
+    assert out == {"event": USER_EVENTS[event]}
 
 
 def test_cq_err_ends_the_qps_of_that_cq(pool, faults):
@@ -318,16 +443,115 @@ def test_cq_err_ends_the_qps_of_that_cq(pool, faults):
     ("fail_wc/opcode", "atomic", E.EINVAL),
     ("fail_wc/qpn", "-2", E.ERANGE),
     ("fail_wc/times", "-2", E.ERANGE),
+    ("cq_delay_us", "10000001", E.ERANGE),
+    ("cq_delay_us", "soon", E.EINVAL),
+    ("fail_connect/answer", "accept", E.EINVAL),
+    ("fail_connect/port", "65536", E.ERANGE),
+    ("event", "conn_reset", E.EINVAL),
+    ("event", "conn_reset 16777215", E.ENOENT),
 ])
 def test_bad_input_is_refused(faults, path, value, err):
     assert ropcie.write_errno(faults / path, value) == err
     assert ropcie.port_active()
 
 
+# cq_delay_us: long beside a READ's completion under TCG (a few
+# milliseconds when its waiter sleeps for it, more on the debug kernel),
+# short beside the bed's bounds.
+DELAY_US = 100000
+LAT_COUNT = 10
+
+
+def rlat_pair(pool, **kw):
+    srv, cli = pool.pair(count=LAT_COUNT, size=64, addr=ADDR, test="rlat",
+                         **kw)
+    assert run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s, role in ((srv, "server"), (cli, "client")):
+        assert s.stats() == krping.bench_stats("rlat", role, LAT_COUNT, 64), \
+            s.describe()
+    lat = krping.session_latency(cli)
+    assert lat["samples"] == \
+        krping.bench_latency_samples("rlat", "client", LAT_COUNT), lat
+    return lat
+
+
+@pytest.mark.parametrize("poll", [0, 1], ids=["handler", "poll"])
+def test_cq_delay_holds_back_every_completion(pool, faults, poll):
+    """With cq_delay_us set, no READ of an rlat client completes sooner
+    than the delay after it was posted, whether the client waits for its
+    completion handler (called when the completion comes due) or polls
+    (poll_cq does not see it before); the run's counters are exact. Set
+    back to 0, the same run's median is far below the delay again."""
+    ropcie.write(faults / "cq_delay_us", DELAY_US)
+    assert ropcie.read(faults / "cq_delay_us") == str(DELAY_US)
+    lat = rlat_pair(pool, poll=poll)
+    assert lat["min_ns"] >= DELAY_US * 1000, lat
+    ropcie.write(faults / "cq_delay_us", 0)
+    lat = rlat_pair(pool, poll=poll)
+    assert lat["p50_ns"] < DELAY_US * 1000 // 2, lat
+
+
+@pytest.mark.parametrize("test,count", [("ping", COUNT), ("bw", 200)])
+def test_cq_delay_loses_no_completion(pool, faults, test, count):
+    """Every completion comes 2 ms late: a validated ping (each message
+    checked, the data compared) and a bw run (a CQ with a queue depth of
+    WRITEs waiting in it) end done with exact counters."""
+    ropcie.write(faults / "cq_delay_us", 2000)
+    if test == "ping":
+        srv, cli = ping_pair(pool, count)
+    else:
+        srv, cli = pool.pair(count=count, size=SIZE, addr=ADDR, test=test)
+    assert run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    for s, role in ((srv, "server"), (cli, "client")):
+        assert s.stats() == krping.bench_stats(test, role, count, SIZE), \
+            s.describe()
+
+
+# A stop waits for the drain's completion, and for the flushes behind
+# it, each one delay late.
+HIDDEN_DELAY_US = 1000000
+HIDDEN_STOP_LIMIT = 3 * HIDDEN_DELAY_US / 1e6 + (6.0 if krping.SLOW else 2.0)
+
+
+def test_cq_delay_teardown_with_completions_hidden(pool, faults):
+    """Completions a second late: a bw client stopped mid-run, with
+    WRITEs completed but not yet seen, ends within a few delays, its QP
+    destroyed with completions still hidden in its CQ; the server ends as
+    the peer of a stop; nothing of either is left, and the device serves
+    a clean pair afterwards."""
+    before = ropcie.kernel_resources()
+    ropcie.write(faults / "cq_delay_us", HIDDEN_DELAY_US)
+    srv, cli = pool.pair(count=1 << 20, size=SIZE, addr=ADDR, test="bw")
+    srv.start()
+    srv.expect_state("listening")
+    cli.start()
+    cli.expect_state("running")
+    krping.wait_for(lambda: cli.stat("write_msgs") > 0,
+                    what="the first WRITE's completion")
+    t0 = time.monotonic()
+    cli.stop()
+    took = time.monotonic() - t0
+    assert cli.state == "stopped", cli.describe()
+    assert took <= HIDDEN_STOP_LIMIT, f"the stop took {took:.1f} s"
+    assert srv.wait_end(HIDDEN_STOP_LIMIT) in ("done", "failed"), \
+        srv.describe()
+    ropcie.write(faults / "cq_delay_us", 0)
+    for s in (srv, cli):
+        s.remove()
+    krping.wait_for(lambda: ropcie.kernel_resources() == before,
+                    what="ropcie0's kernel resources back to before")
+    clean_pair(pool)
+
+
 def test_faults_are_off_by_default(faults):
     """A new device's knobs read as the kernel's fault attributes'
-    defaults, every fault off."""
+    defaults, every fault off, whatever the device before it had set."""
     ropcie.arm_fail_wc(faults, opcode="recv", status="general_err")
+    ropcie.arm_fail_connect(faults, "reset", port=4420)
+    ropcie.write(faults / "cq_delay_us", 100)
+    assert ropcie.fault_settings(faults) != ropcie.FAULTS_OFF
     teardown_setup()
     ensure_setup()
     assert ropcie.fault_settings(ropcie.fault_dir()) == ropcie.FAULTS_OFF

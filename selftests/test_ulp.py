@@ -245,17 +245,22 @@ def fio_result(proc, timeout):
 
 # Each fault breaks the I/O queue's connection at its 21st command or
 # answer (space=20: a known point inside fio's write phase), or at once
-# for an event; nvme-rdma's error recovery must reconnect and every block
-# fio wrote must read back as written.
+# for an event; nvme-rdma's error recovery must reconnect, after as many
+# refused attempts as the fault's last field asks (fail_connect), and
+# every block fio wrote must read back as written.
 NVME_FAULTS = {
     # The host's I/O queue: its 21st command SEND fails, as when the
     # target stops acknowledging.
-    "host_send_retry_exc_err": ("nvme_rdma", "send", "retry_exc_err"),
+    "host_send_retry_exc_err": ("nvme_rdma", "send", "retry_exc_err", 0),
     # The target's I/O queue: its 21st response SEND fails with a remote
     # access error.
-    "target_send_rem_access_err": ("nvmet_rdma", "send", "rem_access_err"),
+    "target_send_rem_access_err": ("nvmet_rdma", "send", "rem_access_err",
+                                   0),
     # The target's I/O queue gets QP_FATAL mid-write.
-    "target_qp_fatal": ("nvmet_rdma", None, "qp_fatal"),
+    "target_qp_fatal": ("nvmet_rdma", None, "qp_fatal", 0),
+    # The same, and the target refuses the host's first two attempts to
+    # reconnect (its admin queue's connect).
+    "target_qp_fatal_reconnect_refused": ("nvmet_rdma", None, "qp_fatal", 2),
 }
 
 
@@ -269,18 +274,19 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
     verifying 8 MiB: a fault of ropcie's (fail_wc or event) breaks one
     I/O queue's connection mid-write; the host reconnects (its I/O queue
     is a new QP), fio's verification finds every block intact, and
-    nothing is left behind."""
+    nothing is left behind. nvme-rdma reports the attempts its
+    reconnect took: one more than the connection requests refused."""
     if not os.access(FIO, os.X_OK):
         ropcie.missing(f"{FIO} not installed (package fio)")
     modprobe("nvmet", "nvmet_rdma", "nvme_rdma")
-    side, opcode, status = NVME_FAULTS[fault]
+    side, opcode, status, refusals = NVME_FAULTS[fault]
     faults = ropcie.fault_dir()
     ropcie.faults_off(faults)
     before = krping.rdma_resource_counts()
     backing = Path(f"/tmp/krping-nvmet-{os.getpid()}.img")
     with open(backing, "wb") as f:
         f.truncate(BACKING_BYTES)
-    target = ctrl = fio = None
+    target = ctrl = fio = kmsg = None
     try:
         target = NvmetTarget(backing)
         devs = set(Path("/dev").glob("nvme*n1"))
@@ -292,6 +298,10 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
         assert len(qpns) >= 2, \
             f"{side}: QPs {qpns} of {ropcie.kernel_resources('qp')}"
         victim = qpns[-1]       # the I/O queue: the admin queue's is first
+        kmsg = krping.Kmsg()        # closed in finally
+        if refusals:
+            ropcie.arm_fail_connect(faults, "refused", port=int(NVME_PORT),
+                                    times=refusals)
         if opcode:
             ropcie.arm_fail_wc(faults, opcode=opcode, status=status,
                                qpn=victim, space=20)
@@ -306,6 +316,11 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
         if opcode:
             assert ropcie.read(faults / "fail_wc" / "times") == "0", \
                 "the fault never struck"
+        assert ropcie.read(faults / "fail_connect" / "times") == "0"
+        reconnected = [ln for ln in kmsg.read()
+                       if "Successfully reconnected" in ln]
+        assert len(reconnected) == 1 and \
+            f"({refusals + 1} attempts)" in reconnected[0], reconnected
         assert victim not in ulp_qpns(side), \
             f"{side}'s QP {victim} is still there: no reconnect"
         assert job["write"]["io_bytes"] == FIO_BYTES, job["write"]
@@ -314,6 +329,8 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
         assert state.strip() == "live", state
     finally:
         ropcie.faults_off(faults)
+        if kmsg:
+            kmsg.close()
         if fio:
             fio.kill()
             fio.wait()

@@ -41,6 +41,11 @@ usage:
   uverbs_peer.py hold DEV             a QP in INIT on DEV, its number
                                       printed; waits for a line on stdin,
                                       then tries one more verb
+  uverbs_peer.py events DEV           a QP in INIT on DEV, its number
+                                      printed; once a line comes on
+                                      stdin, the QP's state printed,
+                                      then the context's next async
+                                      event, by name
   uverbs_peer.py reg DEV BYTES        register an MR of BYTES: the errno
   uverbs_peer.py qps DEV N            create QPs on DEV until N or the
                                       first failure; prints how many and
@@ -345,6 +350,28 @@ def hold(dev):
     return {"after": outcome(lambda: PD(ctx))}
 
 
+def enum_name(prefix, value):
+    """The name of pyverbs' enum value that starts with prefix."""
+    names = [n for n in dir(e) if n.startswith(prefix)
+             and getattr(e, n) == value]
+    return names[0] if names else str(value)
+
+
+def events(dev):
+    ctx = Context(name=dev)
+    pd, cq, qp, mr = resources(ctx)
+    qp.modify(QPAttr(qp_state=e.IBV_QPS_INIT), e.IBV_QP_STATE)
+    print(json.dumps({"pid": os.getpid(), "qpn": qp.qp_num}), flush=True)
+    sys.stdin.readline()
+    attr, _ = qp.query(e.IBV_QP_STATE)
+    print(json.dumps({"qp_state": enum_name("IBV_QPS_", attr.qp_state)}),
+          flush=True)
+    ev = ctx.get_async_event()
+    kind = ev.event_type
+    ev.ack()
+    return {"event": enum_name("IBV_EVENT_", kind)}
+
+
 def reg(dev, size):
     pd = PD(Context(name=dev))
     return {"reg": outcome(lambda: MR(pd, size, e.IBV_ACCESS_LOCAL_WRITE))}
@@ -411,6 +438,8 @@ def main():
         out = qps(args[0], int(args[1]))
     elif role == "reg":
         out = reg(args[0], int(args[1]))
+    elif role == "events":
+        out = events(args[0])
     else:
         sys.exit(__doc__)
     print(json.dumps(out), flush=True)

@@ -545,17 +545,18 @@ DEBUG_PYTEST=(-m "not stock_only and not two_host")
 # paths, the same over rxe); faults, load and timeouts over both, so
 # that lockdep learns krping's handlers in each provider's completion
 # context. rdma-core's suite on ropcie0 (test_rdma_core_suite.py: its own
-# device, and the suite's siw baseline) in debug-siw too, which ends
+# device, and the suite's siw baseline) and ropcie's faults
+# (test_ropcie_faults.py: its own device) in debug-siw too, which ends
 # earlier. perftest on ropcie0 (test_ropcie_perftest.py) runs on the stock
 # kernels only: its verbs are the same system calls as the suite's and
 # test_ropcie_uverbs.py's. The rest over rxe (debug-rxe): the
-# configfs-only files, test_ropcie.py, test_ropcie_faults.py,
-# test_ropcie_uverbs.py and test_ulp.py (they bring their own device), the lifecycle, the CLI, the module loads, the ABI
-# check and several QPs
+# configfs-only files, test_ropcie.py, test_ropcie_uverbs.py and
+# test_ulp.py (they bring their own device), the lifecycle, the CLI, the
+# module loads, the ABI check and several QPs
 # (a listener that hands connections to threads: RoCE's CM here).
 DEBUG_SIW_ONLY=(test_bench.py test_rping.py test_ipv6.py test_histogram.py test_ping.py
-	test_rdma_core_suite.py test_ropcie_perftest.py)
-DEBUG_SIW_SKIP=(test_ropcie.py test_ropcie_faults.py test_ropcie_uverbs.py test_ulp.py test_abuse_writes.py test_options.py
+	test_rdma_core_suite.py test_ropcie_faults.py test_ropcie_perftest.py)
+DEBUG_SIW_SKIP=(test_ropcie.py test_ropcie_uverbs.py test_ulp.py test_abuse_writes.py test_options.py
 	test_session.py test_random_ops.py test_bad_input.py test_lifecycle.py
 	test_cli.py test_module.py test_qps.py test_abi.py test_ropcie_perftest.py)
 # The allocation-failure walk (test_alloc_faults.py) runs once: the

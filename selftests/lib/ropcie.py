@@ -188,14 +188,14 @@ def profile_on():
 
 FAULT_ATTRS = ("probability", "interval", "times", "space", "verbose")
 FAULT_VERBS = ("create_qp", "create_cq", "alloc_mr", "reg_mr")
+ATTRS_OFF = ("100", "1", "0", "0", "0")
 # What a new device's knobs read: every fault off.
 FAULTS_OFF = {
-    **{f"fail_wc/{a}": v for a, v in zip(FAULT_ATTRS,
-                                         ("100", "1", "0", "0", "0"))},
+    **{f"fail_{kind}/{a}": v for kind in ("wc", "connect") + FAULT_VERBS
+       for a, v in zip(FAULT_ATTRS, ATTRS_OFF)},
     "fail_wc/opcode": "any", "fail_wc/status": "retry_exc_err",
-    "fail_wc/qpn": "-1",
-    **{f"fail_{verb}/{a}": v for verb in FAULT_VERBS
-       for a, v in zip(FAULT_ATTRS, ("100", "1", "0", "0", "0"))},
+    "fail_wc/qpn": "-1", "fail_connect/port": "-1",
+    "fail_connect/answer": "timeout", "cq_delay_us": "0",
 }
 
 
@@ -239,6 +239,13 @@ def arm_fail_wc(d, opcode, status, qpn=-1, **when):
     write(d / "fail_wc" / "status", status)
     write(d / "fail_wc" / "qpn", qpn)
     arm(d / "fail_wc", **when)
+
+
+def arm_fail_connect(d, answer, port=-1, **when):
+    """fail_connect/: connection requests (to port) answered with answer."""
+    write(d / "fail_connect" / "answer", answer)
+    write(d / "fail_connect" / "port", port)
+    arm(d / "fail_connect", **when)
 
 
 def kernel_resources(kind=None, dev=ROPCIE_DEV):
