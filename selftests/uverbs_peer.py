@@ -341,12 +341,20 @@ def accept(addr, port, qpn):
     return out
 
 
-def hold(dev):
+def qp_in_init(dev):
+    """A QP in INIT on DEV, the process's pid and the QP's number printed;
+    returns once a line comes on stdin: the context and resources()."""
     ctx = Context(name=dev)
-    pd, cq, qp, mr = resources(ctx)
+    res = resources(ctx)
+    qp = res[2]
     qp.modify(QPAttr(qp_state=e.IBV_QPS_INIT), e.IBV_QP_STATE)
     print(json.dumps({"pid": os.getpid(), "qpn": qp.qp_num}), flush=True)
     sys.stdin.readline()
+    return ctx, res
+
+
+def hold(dev):
+    ctx, _ = qp_in_init(dev)
     return {"after": outcome(lambda: PD(ctx))}
 
 
@@ -358,11 +366,7 @@ def enum_name(prefix, value):
 
 
 def events(dev):
-    ctx = Context(name=dev)
-    pd, cq, qp, mr = resources(ctx)
-    qp.modify(QPAttr(qp_state=e.IBV_QPS_INIT), e.IBV_QP_STATE)
-    print(json.dumps({"pid": os.getpid(), "qpn": qp.qp_num}), flush=True)
-    sys.stdin.readline()
+    ctx, (pd, cq, qp, mr) = qp_in_init(dev)
     attr, _ = qp.query(e.IBV_QP_STATE)
     print(json.dumps({"qp_state": enum_name("IBV_QPS_", attr.qp_state)}),
           flush=True)
