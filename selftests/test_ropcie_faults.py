@@ -364,13 +364,13 @@ def test_device_fatal_ends_every_connection(pool, faults):
 
 
 # What a user's context hears first of each event (ibv_get_async_event,
-# by pyverbs' name). conn_reset raises none: a qp_fatal written after it
-# is the first.
+# by pyverbs' name). conn_reset raises none: a qp_req_err written after
+# it is the first (one conn_reset does not raise even by mistake).
 USER_EVENTS = {
     "qp_fatal": "IBV_EVENT_QP_FATAL",
     "qp_req_err": "IBV_EVENT_QP_REQ_ERR",
     "qp_access_err": "IBV_EVENT_QP_ACCESS_ERR",
-    "conn_reset": "IBV_EVENT_QP_FATAL",
+    "conn_reset": "IBV_EVENT_QP_REQ_ERR",
     "cq_err": "IBV_EVENT_CQ_ERR",
     "device_fatal": "IBV_EVENT_DEVICE_FATAL",
 }
@@ -392,7 +392,7 @@ def test_event_reaches_a_user_context_and_leaves_its_qp_in_error(faults,
     """The event to a pyverbs program's QP (in INIT), its CQ or the
     device: ibv_query_qp then finds the QP in the error state, and
     rdma-core's libibverbs hands the program that event first (after
-    conn_reset, which raises none, the qp_fatal written next)."""
+    conn_reset, which raises none, the qp_req_err written next)."""
     if importlib.util.find_spec("pyverbs") is None:
         ropcie.missing("pyverbs not installed (package python3-pyverbs)")
     p = uverbs_peer.start("events", ropcie.ROPCIE_DEV)
@@ -405,7 +405,7 @@ def test_event_reaches_a_user_context_and_leaves_its_qp_in_error(faults,
         p.stdin.flush()
         state = uverbs_peer.first_line(p)
         if event == "conn_reset":
-            ropcie.write(faults / "event", f"qp_fatal {info['qpn']}")
+            ropcie.write(faults / "event", f"qp_req_err {info['qpn']}")
         out = uverbs_peer.result(p)
     finally:
         if p.poll() is None:
