@@ -11,6 +11,7 @@
  *   fail_alloc_mr/
  *   fail_reg_mr/
  *   fail_connect/     connection requests that time out or are refused
+ *   fail_respond/     RDMA WRITEs and READs their target refuses
  *   event             async events: a QP's, a CQ's, the port's, the
  *                     device's, each with the state change it implies
  *   cq_delay_us       completions that come late
@@ -74,6 +75,20 @@ static const struct ropcie_fault_choice ropcie_fault_answers[] = {
 	{ "refused", -ECONNREFUSED },
 	{ "reset", -ECONNRESET },
 	{ "unreachable", -EHOSTUNREACH },
+};
+
+/* The requests fail_respond/opcode names, as a requester posts them. */
+static const struct ropcie_fault_choice ropcie_fault_respond_ops[] = {
+	{ "any", -1 },
+	{ "rdma_write", ROPCIE_OP_WRITE },
+	{ "rdma_read", ROPCIE_OP_READ },
+};
+
+/* The answers a target gives a WRITE or READ it refuses. */
+static const struct ropcie_fault_choice ropcie_fault_respond_statuses[] = {
+	{ "rem_access_err", IB_WC_REM_ACCESS_ERR },
+	{ "rem_op_err", IB_WC_REM_OP_ERR },
+	{ "rem_inv_req_err", IB_WC_REM_INV_REQ_ERR },
 };
 
 static const char * const ropcie_fault_verb_names[] = {
@@ -149,6 +164,25 @@ int __ropcie_fault_connect(struct ropcie_dev *dev, u16 port)
 	if (!ropcie_fault_strikes(&f->connect, "fail_connect"))
 		return 0;
 	return READ_ONCE(f->connect_answer);
+}
+
+bool __ropcie_fault_respond(struct ropcie_qp *tqp, int op,
+			    enum ib_wc_status *status)
+{
+	struct ropcie_faults *f = &tqp->dev->faults;
+	int want_op = READ_ONCE(f->respond_opcode);
+	int want_qpn = READ_ONCE(f->respond_qpn);
+
+	if (want_op >= 0 && want_op != op)
+		return false;
+	if (want_qpn >= 0 && want_qpn != tqp->ibqp.qp_num)
+		return false;
+	if (!ropcie_fault_strikes(&f->respond, "fail_respond"))
+		return false;
+	*status = READ_ONCE(f->respond_status);
+	pr_debug("%s: QP %u refuses a request of op %d with status %d\n",
+		 dev_name(&tqp->dev->ibdev.dev), tqp->ibqp.qp_num, op, *status);
+	return true;
 }
 
 u64 __ropcie_fault_cq_delay_ns(struct ropcie_dev *dev)
@@ -529,7 +563,7 @@ static const struct file_operations ropcie_fault_event_fops = {
 void ropcie_fault_add(struct ropcie_dev *dev)
 {
 	struct ropcie_faults *f = &dev->faults;
-	struct dentry *wc, *conn;
+	struct dentry *wc, *conn, *resp;
 	char name[32];
 	unsigned int i;
 
@@ -573,6 +607,27 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 				   &ropcie_fault_port_fops);
 	debugfs_create_file("answer", 0600, conn, &f->connect_answer_file,
 			    &ropcie_fault_choice_fops);
+
+	f->respond_opcode = -1;
+	f->respond_qpn = -1;
+	f->respond_status = IB_WC_REM_ACCESS_ERR;
+	f->respond_opcode_file = (struct ropcie_fault_choice_file) {
+		ropcie_fault_respond_ops, ARRAY_SIZE(ropcie_fault_respond_ops),
+		&f->respond_opcode,
+	};
+	f->respond_status_file = (struct ropcie_fault_choice_file) {
+		ropcie_fault_respond_statuses,
+		ARRAY_SIZE(ropcie_fault_respond_statuses), &f->respond_status,
+	};
+	resp = debugfs_create_dir("fail_respond", f->dir);
+	ropcie_fault_attr_add(&f->respond, resp);
+	debugfs_create_file("opcode", 0600, resp, &f->respond_opcode_file,
+			    &ropcie_fault_choice_fops);
+	debugfs_create_file("status", 0600, resp, &f->respond_status_file,
+			    &ropcie_fault_choice_fops);
+	debugfs_create_file_unsafe("qpn", 0600, resp, &f->respond_qpn,
+				   &ropcie_fault_qpn_fops);
+
 	debugfs_create_file("event", 0200, f->dir, dev,
 			    &ropcie_fault_event_fops);
 	debugfs_create_file_unsafe("cq_delay_us", 0600, f->dir,

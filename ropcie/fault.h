@@ -75,6 +75,15 @@ struct ropcie_fault_choice_file {
  * @connect_answer_file: fail_connect/answer's words
  * @cq_delay_us: cq_delay_us: how long a new completion stays out of
  *	sight of poll_cq and of the completion handler
+ * @respond: fail_respond/: the RDMA WRITEs and READs a target QP of this
+ *	device refuses, as the host that owns the memory decides
+ * @respond_opcode: fail_respond/opcode: ROPCIE_OP_WRITE or
+ *	ROPCIE_OP_READ, or -1: either
+ * @respond_qpn: fail_respond/qpn: the target QP, or -1: any
+ * @respond_status: fail_respond/status: what the requester's work
+ *	request completes with
+ * @respond_opcode_file: fail_respond/opcode's words
+ * @respond_status_file: fail_respond/status's words
  */
 struct ropcie_faults {
 	struct dentry *dir;
@@ -89,6 +98,12 @@ struct ropcie_faults {
 	int connect_answer;
 	struct ropcie_fault_choice_file connect_answer_file;
 	u32 cq_delay_us;
+	struct ropcie_fault_attr respond;
+	int respond_opcode;
+	int respond_qpn;
+	int respond_status;
+	struct ropcie_fault_choice_file respond_opcode_file;
+	struct ropcie_fault_choice_file respond_status_file;
 };
 
 /* The longest cq_delay_us: a ULP's own timeouts are seconds long. */
@@ -102,6 +117,8 @@ void __ropcie_fault_wc(struct ropcie_qp *qp, enum ib_wc_opcode opcode,
 bool __ropcie_fault_verb(struct ropcie_dev *dev, enum ropcie_fault_verb verb);
 u64 __ropcie_fault_cq_delay_ns(struct ropcie_dev *dev);
 int __ropcie_fault_connect(struct ropcie_dev *dev, u16 port);
+bool __ropcie_fault_respond(struct ropcie_qp *tqp, int op,
+			    enum ib_wc_status *status);
 
 /**
  * ropcie_fault_wc() - fail a completion that would succeed, if asked to
@@ -145,6 +162,24 @@ static inline u64 ropcie_fault_cq_delay_ns(struct ropcie_dev *dev)
 {
 	return static_branch_unlikely(&ropcie_fault_armed) ?
 	       __ropcie_fault_cq_delay_ns(dev) : 0;
+}
+
+/**
+ * ropcie_fault_respond() - refuse a WRITE or READ at its target, if asked to
+ * @tqp: the target QP, on the host that owns the memory
+ * @op: ROPCIE_OP_WRITE or ROPCIE_OP_READ
+ * @status: set to fail_respond/status when the fault strikes
+ *
+ * The refusal is the target's answer: it reaches the requester as a
+ * real one does, across a PCI link too, and moves no byte.
+ *
+ * Return: true when the request is refused.
+ */
+static inline bool ropcie_fault_respond(struct ropcie_qp *tqp, int op,
+					enum ib_wc_status *status)
+{
+	return static_branch_unlikely(&ropcie_fault_armed) &&
+	       __ropcie_fault_respond(tqp, op, status);
 }
 
 void ropcie_fault_add(struct ropcie_dev *dev);

@@ -174,6 +174,9 @@ static void ropcie_respond_rdma(struct ropcie_qp *tqp,
 	bool copied;
 
 	*status = IB_WC_SUCCESS;
+	/* Refused as a whole, before the first fragment moves a byte. */
+	if (!off && ropcie_fault_respond(tqp, req->op, status))
+		return;
 	if (!req->len)
 		return;
 	if (!off && data->total != req->len) {

@@ -203,6 +203,55 @@ def test_qpn_filter_fails_that_qp_only(pool, faults):
     assert_peer_ended(cli)
 
 
+# fail_respond/status: what the requester's WR completes with when its
+# target refuses it, and the errno a krping requester ends with.
+RESPOND_ERRNO = {"rem_access_err": E.EACCES, "rem_op_err": E.EIO,
+                 "rem_inv_req_err": E.EREMOTEIO}
+
+
+@pytest.mark.parametrize("status", sorted(RESPOND_ERRNO))
+def test_target_refuses_the_third_read(pool, faults, status):
+    """fail_respond for READs (of a ping, only the client's QP is asked
+    for them): the third is refused by its target with status; the
+    server ends with that status's errno and names the READ, after two
+    iterations and the third's first receive; the client sees the
+    connection end; the fault is consumed."""
+    ropcie.arm_fail_respond(faults, opcode="rdma_read", status=status,
+                            interval=3)
+    srv, cli, _ = run_failing(pool)
+    assert_failed(srv, RESPOND_ERRNO[status], ("rdma_read", status))
+    assert srv.stats() == plus(ping_stats("server", 2, SIZE),
+                               recv_msgs=1, recv_bytes=ADV_BYTES)
+    assert_peer_ended(cli)
+    assert ropcie.read(faults / "fail_respond" / "times") == "0"
+    clean_pair(pool)
+
+
+def test_target_fault_names_the_target_qp(pool, faults):
+    """fail_respond's qpn names the QP that answers, not the one that
+    asks: armed for the server's QP (a ping's READs and WRITEs target
+    the client's), five more iterations run and the fault stays armed;
+    armed for the client's, the server's next WRITE is refused."""
+    srv, cli = running_pair(pool)
+    ropcie.arm_fail_respond(faults, opcode="any", status="rem_access_err",
+                            qpn=ropcie.session_qpn(srv))
+    done = srv.stat("iterations")
+    krping.wait_for(lambda: srv.stat("iterations") >= done + 5,
+                    what="five more iterations")
+    assert (srv.state, cli.state) == ("running", "running")
+    assert ropcie.read(faults / "fail_respond" / "times") == "1"
+    # Disarmed first: the new filters must not meet the old times.
+    ropcie.write(faults / "fail_respond" / "times", 0)
+    ropcie.arm_fail_respond(faults, opcode="rdma_write",
+                            status="rem_access_err",
+                            qpn=ropcie.session_qpn(cli))
+    assert srv.wait_end() == "failed"
+    assert_failed(srv, E.EACCES, ("rdma_write", "rem_access_err"))
+    assert cli.wait_end() == "failed"
+    assert_peer_ended(cli)
+    assert ropcie.read(faults / "fail_respond" / "times") == "0"
+
+
 VERBS = {
     # fail_<verb>: the first call of it is the client's (it sets up
     # before it connects; the server after the request came).
@@ -449,6 +498,9 @@ def test_cq_err_ends_the_qps_of_that_cq(pool, faults):
     ("fail_connect/port", "65536", E.ERANGE),
     ("event", "conn_reset", E.EINVAL),
     ("event", "conn_reset 16777215", E.ENOENT),
+    ("fail_respond/opcode", "send", E.EINVAL),
+    ("fail_respond/status", "retry_exc_err", E.EINVAL),
+    ("fail_respond/qpn", "16777216", E.ERANGE),
 ])
 def test_bad_input_is_refused(faults, path, value, err):
     assert ropcie.write_errno(faults / path, value) == err
@@ -551,6 +603,8 @@ def test_faults_are_off_by_default(faults):
     ropcie.arm_fail_wc(faults, opcode="recv", status="general_err")
     ropcie.arm_fail_connect(faults, "reset", port=4420)
     ropcie.write(faults / "cq_delay_us", 100)
+    ropcie.arm_fail_respond(faults, opcode="rdma_write", status="rem_op_err",
+                            qpn=7)
     assert ropcie.fault_settings(faults) != ropcie.FAULTS_OFF
     teardown_setup()
     ensure_setup()

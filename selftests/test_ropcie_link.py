@@ -691,6 +691,63 @@ def test_second_read_of_a_connection_ends_it(hosts, scribbler, pool, length):
     print(f"# the READ injected {tries} time(s)")
 
 
+FAULTS = "/sys/kernel/debug/ropcie/ropcie0"
+RESPOND_OFF = {"times": 0, "interval": 1, "space": 0, "probability": 100,
+               "opcode": "any", "status": "rem_access_err", "qpn": -1}
+REFUSED_AT = 20
+
+
+def set_fail_respond(side, **knobs):
+    """ropcie0's fail_respond/ knobs on side, times last."""
+    order = sorted(knobs, key=lambda k: k == "times")
+    side.sh("mountpoint -q /sys/kernel/debug || "
+            "mount -t debugfs none /sys/kernel/debug; " +
+            "; ".join(f"echo {knobs[k]} > {FAULTS}/fail_respond/{k}"
+                      for k in order))
+
+
+@needs_connections
+def test_target_refusal_crosses_the_link(hosts, pool):
+    """fail_respond armed on the other host only, which owns the memory
+    an rlat client here READs: its REFUSED_AT-th READ is refused there, and
+    the refusal reaches the client as the target's answer over the link.
+    The client ends with EACCES and names the READ (rem_access_err) after
+    exactly REFUSED_AT - 1 READs, with no fault armed here; the server
+    there sees the connection end; the fault there is consumed; the link
+    stays up with no fault of its own counted, and the next pair runs."""
+    here, there = hosts
+    there.wait_state("up", UP_TIMEOUT_S)
+    b0, t0 = there.link(), transport(there)
+    here_faults = ropcie.fault_dir()
+    set_fail_respond(there, **dict(RESPOND_OFF, opcode="rdma_read",
+                                   interval=REFUSED_AT, times=1))
+    try:
+        srv, cli = pool.pair(count=10 * REFUSED_AT, size=4096, test="rlat")
+        srv.start()
+        srv.expect_state("listening")
+        cli.start()
+        assert cli.wait_end() == "failed", cli.describe()
+        assert (-cli.error, cli.failed_wc) == \
+            (errno.EACCES, ("rdma_read", "rem_access_err")), cli.describe()
+        n = REFUSED_AT - 1
+        assert {k: cli.stat(k) for k in ("iterations", "read_msgs",
+                                         "read_bytes")} == \
+            {"iterations": n, "read_msgs": n, "read_bytes": n * 4096}, \
+            cli.describe()
+        for attr in ("fail_wc", "fail_respond"):
+            assert ropcie.read(here_faults / attr / "times") == "0"
+        assert srv.wait_end() == "failed", srv.describe()
+        assert (-srv.error, srv.failed_wc) == (errno.ECONNRESET, ("", "")), \
+            srv.describe()
+        assert there.sh(f"cat {FAULTS}/fail_respond/times").strip() == "0"
+    finally:
+        set_fail_respond(there, **RESPOND_OFF)
+    link_stayed_up(there, b0, t0, dropped=0, faults=0)
+    srv, cli = pool.pair(count=3, size=4096, validate=1)
+    assert krping.run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+
+
 STREAM = 7                      # wire.h: ROPCIE_WIRE_STREAM
 
 

@@ -247,20 +247,30 @@ def fio_result(proc, timeout):
 # answer (space=20: a known point inside fio's write phase), or at once
 # for an event; nvme-rdma's error recovery must reconnect, after as many
 # refused attempts as the fault's last field asks (fail_connect), and
-# every block fio wrote must read back as written.
+# every block fio wrote must read back as written. (side, how, opcode,
+# status, refusals): the fault strikes a QP of side (its I/O queue's),
+# through fail_wc, fail_respond (side's QP refuses what is asked of it)
+# or an event.
 NVME_FAULTS = {
     # The host's I/O queue: its 21st command SEND fails, as when the
     # target stops acknowledging.
-    "host_send_retry_exc_err": ("nvme_rdma", "send", "retry_exc_err", 0),
+    "host_send_retry_exc_err": ("nvme_rdma", "fail_wc", "send",
+                                "retry_exc_err", 0),
     # The target's I/O queue: its 21st response SEND fails with a remote
     # access error.
-    "target_send_rem_access_err": ("nvmet_rdma", "send", "rem_access_err",
-                                   0),
+    "target_send_rem_access_err": ("nvmet_rdma", "fail_wc", "send",
+                                   "rem_access_err", 0),
+    # The host's I/O queue refuses the target's 21st RDMA READ of a
+    # write's data, as a host that let go of the buffer: the target's
+    # READ fails with the host's answer.
+    "host_refuses_a_target_read": ("nvme_rdma", "fail_respond",
+                                   "rdma_read", "rem_access_err", 0),
     # The target's I/O queue gets QP_FATAL mid-write.
-    "target_qp_fatal": ("nvmet_rdma", None, "qp_fatal", 0),
+    "target_qp_fatal": ("nvmet_rdma", "event", None, "qp_fatal", 0),
     # The same, and the target refuses the host's first two attempts to
     # reconnect (its admin queue's connect).
-    "target_qp_fatal_reconnect_refused": ("nvmet_rdma", None, "qp_fatal", 2),
+    "target_qp_fatal_reconnect_refused": ("nvmet_rdma", "event", None,
+                                          "qp_fatal", 2),
 }
 
 
@@ -271,15 +281,16 @@ NVME_FAULTS = {
     list(NVME_FAULTS), key=lambda f: 0))
 def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
     """nvme-rdma to nvmet-rdma over ropcie0 with fio writing and
-    verifying 8 MiB: a fault of ropcie's (fail_wc or event) breaks one
-    I/O queue's connection mid-write; the host reconnects (its I/O queue
-    is a new QP), fio's verification finds every block intact, and
-    nothing is left behind. nvme-rdma reports the attempts its
-    reconnect took: one more than the connection requests refused."""
+    verifying 8 MiB: a fault of ropcie's (fail_wc, fail_respond or an
+    event) breaks one I/O queue's connection mid-write; the host
+    reconnects (its I/O queue is a new QP), fio's verification finds
+    every block intact, and nothing is left behind. nvme-rdma reports
+    the attempts its reconnect took: one more than the connection
+    requests refused."""
     if not os.access(FIO, os.X_OK):
         ropcie.missing(f"{FIO} not installed (package fio)")
     modprobe("nvmet", "nvmet_rdma", "nvme_rdma")
-    side, opcode, status, refusals = NVME_FAULTS[fault]
+    side, how, opcode, status, refusals = NVME_FAULTS[fault]
     faults = ropcie.fault_dir()
     ropcie.faults_off(faults)
     before = krping.rdma_resource_counts()
@@ -302,19 +313,22 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
         if refusals:
             ropcie.arm_fail_connect(faults, "refused", port=int(NVME_PORT),
                                     times=refusals)
-        if opcode:
+        if how == "fail_wc":
             ropcie.arm_fail_wc(faults, opcode=opcode, status=status,
                                qpn=victim, space=20)
+        elif how == "fail_respond":
+            ropcie.arm_fail_respond(faults, opcode=opcode, status=status,
+                                    qpn=victim, space=20)
         fio = fio_verify(dev)
-        if not opcode:
+        if how == "event":
             krping.wait_for(lambda: nvme_writes() >= 20,
                             timeout=krping.SHORT_TIMEOUT,
                             what="20 writes on the namespace")
             ropcie.write(faults / "event", f"{status} {victim}")
         job = fio_result(fio, krping.TIMEOUT)
         fio = None
-        if opcode:
-            assert ropcie.read(faults / "fail_wc" / "times") == "0", \
+        if how != "event":
+            assert ropcie.read(faults / how / "times") == "0", \
                 "the fault never struck"
         assert ropcie.read(faults / "fail_connect" / "times") == "0"
         reconnected = [ln for ln in kmsg.read()

@@ -11,6 +11,11 @@ provider the topology has; the test bed runs it over ropcie's PCI link
 (vm-pair --provider ropcie), where a write moves its data by RDMA READ
 from the target and a read by RDMA WRITE, each across the link.
 
+Over ropcie, the host then refuses one of the target's RDMA READs of its
+buffers (fail_respond): the refusal crosses the link as the host's
+answer, the target ends the queue and the host reconnects, with fio's
+verification intact.
+
 Skipped, with the reason printed, without a remote host or without the
 kernel's NVMe-oF modules on either host.
 """
@@ -22,12 +27,13 @@ from pathlib import Path
 
 import pytest
 
-from lib import env
+from lib import env, krping, ropcie
 from lib.remote import SshRemote
 from lib.ropcie import sh
-from test_ulp import (DATA_BYTES, NQN, NVME_PORT, drop_caches,
-                      modprobe, new_namespace, nvme_connect,
-                      nvme_disconnect)
+from test_ulp import (DATA_BYTES, FIO, FIO_BYTES, NQN, NVME_PORT,
+                      drop_caches, fio_result, fio_verify, modprobe,
+                      new_namespace, nvme_connect, nvme_disconnect,
+                      ulp_qpns)
 
 pytestmark = pytest.mark.two_host
 
@@ -75,21 +81,28 @@ def target_teardown(backing):
     ])
 
 
-def test_nvmeof_across_hosts(remote):
-    """nvme-rdma here to nvmet-rdma there: connect, write 4 MiB, read it
-    back over the fabric and compare, compare the target's file,
-    disconnect; nothing left behind on either host."""
-    there, addr = remote
+def remote_target(there, addr):
+    """nvmet-rdma set up there on addr (skips without it); the backing
+    file's path."""
     cp = there.cmd("modprobe nvmet && modprobe nvmet_rdma", check=False)
     if cp.returncode:
         reason = f"no nvmet-rdma on the remote host: {cp.stderr.strip()}"
         print(f"SKIP: {reason}")
         pytest.skip(reason)
-    modprobe("nvme_rdma")
     backing = f"/tmp/krping-nvmet-remote-{os.getpid()}.img"
+    there.cmd(target_script(addr, backing))
+    return backing
+
+
+def test_nvmeof_across_hosts(remote):
+    """nvme-rdma here to nvmet-rdma there: connect, write 4 MiB, read it
+    back over the fabric and compare, compare the target's file,
+    disconnect; nothing left behind on either host."""
+    there, addr = remote
+    backing = remote_target(there, addr)
+    modprobe("nvme_rdma")
     payload = os.urandom(DATA_BYTES)
     ctrl = None
-    there.cmd(target_script(addr, backing))
     try:
         t0 = time.monotonic()
         devs = set(Path("/dev").glob("nvme*n1"))
@@ -118,3 +131,67 @@ def test_nvmeof_across_hosts(remote):
     left = there.cmd(f"ls {NVMET}/subsystems {NVMET}/ports 2>/dev/null; "
                      f"ls {backing} 2>/dev/null; true").stdout.split()
     assert not left, f"left on the remote host: {left}"
+
+
+def test_nvmeof_across_hosts_recovers_from_a_refusal(remote):
+    """nvme-rdma here to nvmet-rdma there over ropcie's PCI link, fio
+    writing and verifying 8 MiB on one I/O queue: this host, which owns
+    the write buffers, refuses the target's 21st RDMA READ of them
+    (fail_respond, rem_access_err). The refusal crosses the link as this
+    host's answer and fails the target's READ there; the target ends the
+    queue's connection, nvme-rdma here reconnects at its first attempt,
+    and fio's verification finds every block intact. Nothing is armed on
+    the target's host."""
+    if not ropcie.link_exists():
+        pytest.skip("needs ropcie0 on the link (vm-pair --provider ropcie)")
+    if not os.access(FIO, os.X_OK):
+        ropcie.missing(f"{FIO} not installed (package fio)")
+    there, addr = remote
+    faults = ropcie.fault_dir()
+    ropcie.faults_off(faults)
+    backing = remote_target(there, addr)
+    modprobe("nvme_rdma")
+    ctrl = fio = kmsg = None
+    try:
+        devs = set(Path("/dev").glob("nvme*n1"))
+        ctrl = nvme_connect(addr, io_queues=1,
+                            extra=",reconnect_delay=1,ctrl_loss_tmo=60")
+        dev = new_namespace(devs)
+        qpns = ulp_qpns("nvme_rdma")
+        assert len(qpns) >= 2, f"QPs {qpns}"
+        victim = qpns[-1]       # the I/O queue: the admin queue's is first
+        kmsg = krping.Kmsg()
+        ropcie.arm_fail_respond(faults, opcode="rdma_read",
+                                status="rem_access_err", qpn=victim,
+                                space=20)
+        fio = fio_verify(dev)
+        job = fio_result(fio, krping.TIMEOUT)
+        fio = None
+        assert ropcie.read(faults / "fail_respond" / "times") == "0", \
+            "the fault never struck"
+        reconnected = [ln for ln in kmsg.read()
+                       if "Successfully reconnected" in ln]
+        assert len(reconnected) == 1 and "(1 attempts)" in reconnected[0], \
+            reconnected
+        assert victim not in ulp_qpns("nvme_rdma"), \
+            f"the I/O queue's QP {victim} is still there: no reconnect"
+        assert job["write"]["io_bytes"] == FIO_BYTES, job["write"]
+        assert job["read"]["io_bytes"] == FIO_BYTES, job["read"]
+        state = (Path("/sys/class/nvme") / ctrl / "state").read_text()
+        assert state.strip() == "live", state
+        armed = there.cmd("mountpoint -q /sys/kernel/debug || mount -t "
+                          "debugfs none /sys/kernel/debug; cat /sys/kernel/"
+                          "debug/ropcie/ropcie0/fail_*/times").stdout.split()
+        assert armed and set(armed) == {"0"}, f"faults armed there: {armed}"
+    finally:
+        ropcie.faults_off(faults)
+        if kmsg:
+            kmsg.close()
+        if fio:
+            fio.kill()
+            fio.wait()
+        if ctrl:
+            nvme_disconnect(ctrl)
+        there.cmd(target_teardown(backing), check=False)
+        sh("rmmod", "nvme_rdma", "nvme_fabrics", check=False)
+    assert not list(Path("/sys/class/nvme").glob("nvme*"))

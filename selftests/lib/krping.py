@@ -575,6 +575,16 @@ class RemoteSession(Session):
     def device(self):
         return self.remote.read(f"{self.sys}/device")
 
+    @property
+    def failed_wc(self):
+        """As Session.failed_wc, in one command there."""
+        from lib.remote import cat_command
+        out = self.remote.cmd(f"{cat_command(self.sys + '/failed_wr')}; "
+                              f"{cat_command(self.sys + '/wc_status')}"
+                              ).stdout
+        failed_wr, wc_status = (out.split("\n") + ["", ""])[:2]
+        return failed_wr, wc_status
+
     def stat(self, name):
         return self.stats()[name]
 

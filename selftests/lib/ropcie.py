@@ -191,11 +191,14 @@ FAULT_VERBS = ("create_qp", "create_cq", "alloc_mr", "reg_mr")
 ATTRS_OFF = ("100", "1", "0", "0", "0")
 # What a new device's knobs read: every fault off.
 FAULTS_OFF = {
-    **{f"fail_{kind}/{a}": v for kind in ("wc", "connect") + FAULT_VERBS
+    **{f"fail_{kind}/{a}": v
+       for kind in ("wc", "connect", "respond") + FAULT_VERBS
        for a, v in zip(FAULT_ATTRS, ATTRS_OFF)},
     "fail_wc/opcode": "any", "fail_wc/status": "retry_exc_err",
     "fail_wc/qpn": "-1", "fail_connect/port": "-1",
     "fail_connect/answer": "timeout", "cq_delay_us": "0",
+    "fail_respond/opcode": "any", "fail_respond/status": "rem_access_err",
+    "fail_respond/qpn": "-1",
 }
 
 
@@ -239,6 +242,15 @@ def arm_fail_wc(d, opcode, status, qpn=-1, **when):
     write(d / "fail_wc" / "status", status)
     write(d / "fail_wc" / "qpn", qpn)
     arm(d / "fail_wc", **when)
+
+
+def arm_fail_respond(d, opcode, status, qpn=-1, **when):
+    """fail_respond/: the target QP qpn of d's device refuses the WRITEs
+    or READs (opcode) it is asked for, answering status."""
+    write(d / "fail_respond" / "opcode", opcode)
+    write(d / "fail_respond" / "status", status)
+    write(d / "fail_respond" / "qpn", qpn)
+    arm(d / "fail_respond", **when)
 
 
 def arm_fail_connect(d, answer, port=-1, **when):
