@@ -2,18 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # Usage (inside the guest(s) of scripts/bench/run.sh):
-#   scripts/bench/guest.sh one|pair TABLES UVERBS_ARGS [BENCH.PY ARGS...]
+#   scripts/bench/guest.sh one|pair TABLES UVERBS_ARGS FAULTS_ARGS
+#                          [BENCH.PY ARGS...]
 # Runs the tables TABLES names (comma-separated: krping for bench.py,
-# uverbs for uverbs.py) in this guest: "one" on this guest alone (rxe0 and
+# uverbs for uverbs.py, faults for faults.py, one guest only) in this
+# guest: "one" on this guest alone (rxe0 and
 # rxe1 first, selftests/lib/single_host.py), "pair" as the first of
 # vm-pair's two guests (servers on the second: REMOTE_ARGS, its address
 # on the PCI link REMOTE_ADDR, this guest's LOCAL_ADDR; data NICs
-# 10.9.1.1 and 10.9.1.2). UVERBS_ARGS are split into uverbs.py's
-# arguments. Both tables run when both are named; the exit status is the
-# last failure's.
+# 10.9.1.1 and 10.9.1.2). UVERBS_ARGS and FAULTS_ARGS are split into
+# uverbs.py's and faults.py's arguments. Every table named runs; the exit
+# status is the last failure's.
 set -u
-mode=$1 tables=$2 uverbs_args=$3
-shift 3
+mode=$1 tables=$2 uverbs_args=$3 faults_args=$4
+shift 4
 PY=/usr/bin/python3
 rc=0
 case $mode in
@@ -45,5 +47,9 @@ uverbs() {
 # shellcheck disable=SC2086 # UVERBS_ARGS: split into words
 case ,$tables, in
 *,uverbs,*) uverbs $uverbs_args || rc=$? ;;
+esac
+# shellcheck disable=SC2086 # FAULTS_ARGS: split into words
+case ,$tables, in
+*,faults,*) $PY scripts/bench/faults.py $faults_args || rc=$? ;;
 esac
 exit $rc

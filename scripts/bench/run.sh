@@ -32,6 +32,11 @@
 # (bench.py alone) or uverbs; KRPING_UVERBS_ARGS go to uverbs.py (e.g.
 # "--sizes 64 --reps 1"). The guests run scripts/bench/guest.sh.
 #
+# KRPING_BENCH_TABLES=faults (one guest only, not in the default):
+# scripts/bench/faults.py, what ropcie's fault injection costs its data
+# path while no fault is armed, written to $KRPING_RESULTS/NAME-faults.txt
+# and NAME-faults.json; KRPING_FAULTS_ARGS go to faults.py.
+#
 # Timing is not a test: make check does not run this. Under QEMU TCG the
 # absolute figures mean little; compare the ratios.
 #
@@ -57,15 +62,19 @@ smp_default=2
 SMP=${KRPING_BENCH_SMP:-$smp_default}
 mkdir -p "$RESULTS"
 rm -rf "$RESULTS/vm-$name" "$RESULTS/$name.json" "$RESULTS/$name.txt" \
-	"$RESULTS/$name-uverbs.json" "$RESULTS/$name-uverbs.txt"
+	"$RESULTS/$name-uverbs.json" "$RESULTS/$name-uverbs.txt" \
+	"$RESULTS/$name-faults.json" "$RESULTS/$name-faults.txt"
 
 TABLES=${KRPING_BENCH_TABLES:-krping,uverbs}
 want() { [[ ,$TABLES, == *,$1,* ]]; }
 for t in ${TABLES//,/ }; do
-	[[ $t == krping || $t == uverbs ]] ||
-		tb_die "KRPING_BENCH_TABLES=$TABLES: krping, uverbs or both, comma-separated"
+	[[ $t == krping || $t == uverbs || $t == faults ]] ||
+		tb_die "KRPING_BENCH_TABLES=$TABLES: krping, uverbs, faults, comma-separated"
 done
-guest=(scripts/bench/guest.sh one "$TABLES" "${KRPING_UVERBS_ARGS:-}")
+[[ $name == bench ]] || ! want faults ||
+	tb_die "KRPING_BENCH_TABLES=faults: one guest (make bench) only"
+guest=(scripts/bench/guest.sh one "$TABLES" "${KRPING_UVERBS_ARGS:-}"
+	"${KRPING_FAULTS_ARGS:-}")
 
 start=$(tb_now)
 "$TB_DIR/build.sh" --tap /dev/null "$KVER" >&2
@@ -87,10 +96,11 @@ else
 		"${guest[@]}" "$@" || rc=$?
 	out=$RESULTS/vm-$name/local
 fi
-# bench.* -> NAME.*, uverbs.* -> NAME-uverbs.*
-for f in bench.json bench.txt uverbs.json uverbs.txt; do
+# bench.* -> NAME.*, uverbs.* -> NAME-uverbs.*, faults.* -> NAME-faults.*
+for f in bench.json bench.txt uverbs.json uverbs.txt faults.json faults.txt; do
 	to=${f/bench/$name}
-	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${to/uverbs/$name-uverbs}"
+	to=${to/uverbs/$name-uverbs}
+	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${to/faults/$name-faults}"
 done
 if want krping && [[ -f $RESULTS/$name.json ]]; then
 	tb_log "table: $RESULTS/$name.txt, JSON: $RESULTS/$name.json"
@@ -104,6 +114,12 @@ if want uverbs && [[ -f $RESULTS/$name-uverbs.txt ]]; then
 	tb_log "perftest table: $RESULTS/$name-uverbs.txt"
 elif want uverbs; then
 	tb_log "no perftest table (exit $rc); VM output in $RESULTS/vm-$name"
+	((rc)) || rc=1
+fi
+if want faults && [[ -f $RESULTS/$name-faults.txt ]]; then
+	tb_log "fault injection's cost: $RESULTS/$name-faults.txt"
+elif want faults; then
+	tb_log "no fault cost table (exit $rc); VM output in $RESULTS/vm-$name"
 	((rc)) || rc=1
 fi
 tb_log "make $name took $(tb_elapsed "$start") s"

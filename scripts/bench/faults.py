@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""What ropcie's fault injection costs its data path while no fault is
+armed: krping over ropcie0 with the faults' static key off (ropcie
+freshly loaded: every check a no-op jump) against the same with the key
+on (one fault armed for no QP, then disarmed: every completion and every
+refusable request goes through the checks of fault.c and finds nothing
+to do). The key never goes back off while ropcie is loaded, so each run
+loads ropcie again; the two states take turns, each first in every
+other round, so that a drift of the host's load falls on both.
+
+One row per test and size:
+
+  size  test  off  on  on/off  90% interval  verdict
+
+  off, on   the median of the runs in that state: wlat's median one-way
+            latency (t_typical, usec), bw's BW average (MB/s, 2^20)
+  on/off    the ratio of those medians
+  interval  5th to 95th percentile of the ratio over 2000 bootstrap
+            resamples of the runs (bench.bootstrap())
+  verdict   "no cost" when the whole interval lies within --margin of 1
+            on the costly side (latency up to 1 + margin, bandwidth down
+            to 1 - margin), "costs" when it lies wholly beyond, else
+            "undecided": more rounds (--reps) would be needed
+
+The key-on state is an upper bound of the key-off one: with the key off
+the checks are not executed at all. Normally run by scripts/bench/run.sh
+(KRPING_BENCH_TABLES=faults) in a 6.12 guest; writes faults.json and
+faults.txt to --out.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import bench
+from bench import fmt, log
+
+sys.path.insert(0, os.path.join(bench.REPO, "selftests"))
+from lib import krping  # noqa: E402
+
+ROWS = (("wlat", 64, 1000, "t_typical_usec", "usec median"),
+        ("bw", 65536, 2000, "bw_average_mb_per_sec", "MB/s avg"))
+FAULTS = f"/sys/kernel/debug/ropcie/{bench.ROPCIE_DEV}"
+
+
+def reload_ropcie():
+    """ropcie loaded afresh (its static key off) with ropcie0 on rp0."""
+    bench.ropcie_teardown(None)
+    subprocess.run(["rmmod", "ropcie"], capture_output=True)
+    bench.sh("insmod", os.environ["ROPCIE_KO"])
+    why = bench.ropcie_setup(None)
+    if why:
+        raise RuntimeError(f"ropcie0: {why}")
+
+
+def key_on():
+    """Turn the faults' static key on, and leave no fault armed: a fault
+    for a QP that cannot exist, armed, then disarmed."""
+    if not os.path.ismount("/sys/kernel/debug"):
+        bench.sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
+    d = f"{FAULTS}/fail_respond"
+    for name, value in (("qpn", 0xffffff), ("times", 1), ("times", 0),
+                        ("qpn", -1)):
+        krping.write_text(f"{d}/{name}", value)
+
+
+def verdict(test, interval, margin):
+    low, high = interval
+    if test == "bw":
+        low, high = 1 / high, 1 / low   # as a cost: off/on
+    if high <= 1 + margin:
+        return "no cost"
+    if low > 1 + margin:
+        return "costs"
+    return "undecided"
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=10,
+                    help="rounds; each runs every row once in each state")
+    ap.add_argument("--margin", type=float, default=0.05,
+                    help="the cost below which the verdict is no cost")
+    ap.add_argument("--txdepth", type=int, default=bench.TXDEPTH)
+    ap.add_argument("--port-base", type=int, default=19200)
+    ap.add_argument("--cmd-timeout", type=int, default=180)
+    ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
+    args = ap.parse_args()
+    args.addr, args.remote, args.dev = bench.ROPCIE_ADDR, None, "rxe0"
+    if not os.environ.get("ROPCIE_KO"):
+        sys.exit("faults.py: ROPCIE_KO not set (vm-run sets it)")
+    b = bench.Bench(args)
+    runs = {(t, s, st): [] for t, s, _, _, _ in ROWS for st in ("off", "on")}
+    t0 = time.monotonic()
+    for r in range(args.reps):
+        for state in (("off", "on") if r % 2 == 0 else ("on", "off")):
+            reload_ropcie()
+            if state == "on":
+                key_on()
+            for test, size, iters, key, _ in ROWS:
+                fig = b.krping(test, size, iters, addr=bench.ROPCIE_ADDR,
+                               poll=True, dev=bench.ROPCIE_DEV)
+                runs[(test, size, state)].append(fig and fig.get(key))
+        log(f"round {r + 1} of {args.reps} done in "
+            f"{time.monotonic() - t0:.0f} s")
+    bench.ropcie_teardown(None)
+    rows = []
+    lines = [f"{'size':>8}  {'test':5} {'off':>9} {'on':>9} {'on/off':>7}"
+             f"  {'90% interval':13}  verdict"]
+    for test, size, iters, key, unit in ROWS:
+        off, on = runs[(test, size, "off")], runs[(test, size, "on")]
+        mo = bench.median_of([{key: v} for v in off if v is not None], key)
+        mn = bench.median_of([{key: v} for v in on if v is not None], key)
+        ratio = mn / mo if mo and mn is not None else None
+        boot = bench.bootstrap(on, off, "<=1", seed=size)
+        interval = boot[1:] if boot else None
+        v = verdict(test, interval, args.margin) if interval else "-"
+        rows.append({"size": size, "test": test, "iterations": iters,
+                     "unit": unit, "off": mo, "on": mn, "ratio": ratio,
+                     "interval": interval, "verdict": v,
+                     "off_runs": off, "on_runs": on})
+        iv = (f"{interval[0]:.3f}..{interval[1]:.3f}" if interval
+              else "-")
+        lines.append(f"{size:>8}  {test:5} {fmt(mo):>9} {fmt(mn):>9} "
+                     f"{fmt(ratio, 3):>7}  {iv:13}  {v}")
+    lines.append(f"# {args.reps} rounds, each state first in every other; "
+                 f"margin {args.margin:.0%}; wlat: usec median, "
+                 f"bw: MB/s average (2^20)")
+    table = "\n".join(lines)
+    print(table)
+    bench.write_outputs(args.out, "faults",
+                        {"rows": rows, "reps": args.reps,
+                         "margin": args.margin, "raw": b.raw}, table)
+
+
+if __name__ == "__main__":
+    main()
