@@ -151,8 +151,9 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  * For a producer that must keep its completions in the order of its
  * queue: it pushes while it holds that queue's consumer lock, and calls
  * ropcie_cq_signal() with the result once it has let go of the lock.
- * A full CQ loses the completion and raises IB_EVENT_CQ_ERR once until
- * it is polled empty; the caller moves the completion's QP to error.
+ * A full CQ (or one that fail_cq_overrun makes look full) loses the
+ * completion and raises IB_EVENT_CQ_ERR once until it is polled empty;
+ * the caller moves the completion's QP to error.
  *
  * Return: ROPCIE_CQ_DEFER_* bits of what ropcie_cq_signal() must do.
  */
@@ -160,6 +161,7 @@ unsigned long ropcie_cq_push(struct ropcie_cq *cq, const struct ib_wc *wc,
 			     bool solicited)
 {
 	u64 delay = ropcie_fault_cq_delay_ns(to_rdev(cq->ibcq.device));
+	bool overrun = ropcie_fault_cq_overrun(wc);
 	unsigned long flags, todo = 0;
 	struct ropcie_cqe *e;
 	u64 now;
@@ -167,7 +169,7 @@ unsigned long ropcie_cq_push(struct ropcie_cq *cq, const struct ib_wc *wc,
 	spin_lock_irqsave(&cq->lock, flags);
 	/* Under the lock: the entries' due times follow their order. */
 	now = delay ? ktime_get_ns() : 0;
-	e = ropcie_ring_prod_slot(&cq->ring);
+	e = overrun ? NULL : ropcie_ring_prod_slot(&cq->ring);
 	if (!e) {
 		if (!cq->overflow)
 			todo |= BIT(ROPCIE_CQ_DEFER_ERR);

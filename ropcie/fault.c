@@ -12,6 +12,7 @@
  *   fail_reg_mr/
  *   fail_connect/     connection requests that time out or are refused
  *   fail_respond/     RDMA WRITEs and READs their target refuses
+ *   fail_cq_overrun/  completions that find their CQ full and are lost
  *   event             async events: a QP's, a CQ's, the port's, the
  *                     device's, each with the state change it implies
  *   cq_delay_us       completions that come late
@@ -45,12 +46,14 @@ static const struct ropcie_fault_choice ropcie_fault_opcodes[] = {
 	{ "recv", IB_WC_RECV },
 };
 
-/* The statuses fail_wc/status takes: ib_wc_status's names in lower case. */
+/*
+ * The statuses fail_wc/status takes: ib_wc_status's names in lower case,
+ * but for WR_FLUSH_ERR, which follows a failure and is never the first.
+ */
 static const struct ropcie_fault_choice ropcie_fault_statuses[] = {
 	{ "loc_len_err", IB_WC_LOC_LEN_ERR },
 	{ "loc_qp_op_err", IB_WC_LOC_QP_OP_ERR },
 	{ "loc_prot_err", IB_WC_LOC_PROT_ERR },
-	{ "wr_flush_err", IB_WC_WR_FLUSH_ERR },
 	{ "mw_bind_err", IB_WC_MW_BIND_ERR },
 	{ "bad_resp_err", IB_WC_BAD_RESP_ERR },
 	{ "loc_access_err", IB_WC_LOC_ACCESS_ERR },
@@ -91,11 +94,12 @@ static const struct ropcie_fault_choice ropcie_fault_respond_statuses[] = {
 	{ "rem_inv_req_err", IB_WC_REM_INV_REQ_ERR },
 };
 
-static const char * const ropcie_fault_verb_names[] = {
-	[ROPCIE_FAULT_CREATE_QP] = "create_qp",
-	[ROPCIE_FAULT_CREATE_CQ] = "create_cq",
-	[ROPCIE_FAULT_ALLOC_MR] = "alloc_mr",
-	[ROPCIE_FAULT_REG_MR] = "reg_mr",
+/* The directories of the resource verbs' faults, which name them. */
+static const char * const ropcie_fault_verb_dirs[] = {
+	[ROPCIE_FAULT_CREATE_QP] = "fail_create_qp",
+	[ROPCIE_FAULT_CREATE_CQ] = "fail_create_cq",
+	[ROPCIE_FAULT_ALLOC_MR] = "fail_alloc_mr",
+	[ROPCIE_FAULT_REG_MR] = "fail_reg_mr",
 };
 
 /*
@@ -121,10 +125,11 @@ static bool ropcie_fault_strikes(struct ropcie_fault_attr *a,
 	if (times != -1 && !atomic_add_unless(&a->times, -1, 0))
 		return false;
 	verbose = READ_ONCE(a->verbose);
-	if (verbose)
+	if (verbose && __ratelimit(&a->ratelimit)) {
 		pr_notice("injected fault: %s\n", what);
-	if (verbose > 1)
-		dump_stack();
+		if (verbose > 1)
+			dump_stack();
+	}
 	return true;
 }
 
@@ -151,7 +156,7 @@ void __ropcie_fault_wc(struct ropcie_qp *qp, enum ib_wc_opcode opcode,
 bool __ropcie_fault_verb(struct ropcie_dev *dev, enum ropcie_fault_verb verb)
 {
 	return ropcie_fault_strikes(&dev->faults.verb[verb],
-				    ropcie_fault_verb_names[verb]);
+				    ropcie_fault_verb_dirs[verb]);
 }
 
 int __ropcie_fault_connect(struct ropcie_dev *dev, u16 port)
@@ -182,6 +187,28 @@ bool __ropcie_fault_respond(struct ropcie_qp *tqp, int op,
 	*status = READ_ONCE(f->respond_status);
 	pr_debug("%s: QP %u refuses a request of op %d with status %d\n",
 		 dev_name(&tqp->dev->ibdev.dev), tqp->ibqp.qp_num, op, *status);
+	return true;
+}
+
+bool __ropcie_fault_cq_overrun(const struct ib_wc *wc)
+{
+	struct ropcie_qp *qp = to_rqp(wc->qp);
+	struct ropcie_faults *f = &qp->dev->faults;
+	int want_op, want_qpn;
+
+	/* A failure or a flush only overruns a CQ that is full. */
+	if (wc->status != IB_WC_SUCCESS)
+		return false;
+	want_op = READ_ONCE(f->overrun_opcode);
+	want_qpn = READ_ONCE(f->overrun_qpn);
+	if (want_op >= 0 && want_op != wc->opcode)
+		return false;
+	if (want_qpn >= 0 && want_qpn != qp->ibqp.qp_num)
+		return false;
+	if (!ropcie_fault_strikes(&f->overrun, "fail_cq_overrun"))
+		return false;
+	pr_debug("%s: QP %u: completion of opcode %d overruns its CQ\n",
+		 dev_name(&qp->dev->ibdev.dev), qp->ibqp.qp_num, wc->opcode);
 	return true;
 }
 
@@ -236,6 +263,27 @@ DEFINE_DEBUGFS_ATTRIBUTE_SIGNED(ropcie_fault_times_fops,
 				ropcie_fault_times_get, ropcie_fault_times_set,
 				"%lld\n");
 
+/* space: a count of calls, 0 to INT_MAX. */
+static int ropcie_fault_space_get(void *data, u64 *val)
+{
+	*val = (u64)(s64)atomic_read((atomic_t *)data);
+	return 0;
+}
+
+static int ropcie_fault_space_set(void *data, u64 val)
+{
+	s64 v = (s64)val;
+
+	if (v < 0 || v > INT_MAX)
+		return -ERANGE;
+	atomic_set((atomic_t *)data, (int)v);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE_SIGNED(ropcie_fault_space_fops,
+				ropcie_fault_space_get, ropcie_fault_space_set,
+				"%lld\n");
+
 static void ropcie_fault_attr_add(struct ropcie_fault_attr *a,
 				  struct dentry *dir)
 {
@@ -246,12 +294,16 @@ static void ropcie_fault_attr_add(struct ropcie_fault_attr *a,
 	debugfs_create_u32("interval", 0600, dir, &a->interval);
 	debugfs_create_file_unsafe("times", 0600, dir, a,
 				   &ropcie_fault_times_fops);
-	debugfs_create_atomic_t("space", 0600, dir, &a->space);
+	/* As the kernel's: 10 lines every 5 s at most. */
+	ratelimit_state_init(&a->ratelimit, DEFAULT_RATELIMIT_INTERVAL,
+			     DEFAULT_RATELIMIT_BURST);
+	debugfs_create_file_unsafe("space", 0600, dir, &a->space,
+				   &ropcie_fault_space_fops);
 	debugfs_create_u32("verbose", 0600, dir, &a->verbose);
 }
 
 /*
- * fail_wc/opcode and fail_wc/status: a word of the file's table of
+ * The opcode, status and answer files: a word of the file's table of
  * choices, which names the value stored.
  */
 static int ropcie_fault_choice_show(struct seq_file *m, void *unused)
@@ -301,7 +353,7 @@ static const struct file_operations ropcie_fault_choice_fops = {
 	.release = single_release,
 };
 
-/* fail_wc/qpn and fail_connect/port: a number, or -1 for any. */
+/* The qpn and port files: a number, or -1 for any. */
 static int ropcie_fault_int_get(void *data, u64 *val)
 {
 	*val = (u64)(s64)READ_ONCE(*(int *)data);
@@ -563,8 +615,7 @@ static const struct file_operations ropcie_fault_event_fops = {
 void ropcie_fault_add(struct ropcie_dev *dev)
 {
 	struct ropcie_faults *f = &dev->faults;
-	struct dentry *wc, *conn, *resp;
-	char name[32];
+	struct dentry *wc, *conn, *resp, *over;
 	unsigned int i;
 
 	f->wc_opcode = -1;
@@ -588,12 +639,10 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 			    &ropcie_fault_choice_fops);
 	debugfs_create_file_unsafe("qpn", 0600, wc, &f->wc_qpn,
 				   &ropcie_fault_qpn_fops);
-	for (i = 0; i < ROPCIE_FAULT_NR_VERBS; i++) {
-		snprintf(name, sizeof(name), "fail_%s",
-			 ropcie_fault_verb_names[i]);
+	for (i = 0; i < ROPCIE_FAULT_NR_VERBS; i++)
 		ropcie_fault_attr_add(&f->verb[i],
-				      debugfs_create_dir(name, f->dir));
-	}
+				      debugfs_create_dir(ropcie_fault_verb_dirs[i],
+							 f->dir));
 
 	f->connect_port = -1;
 	f->connect_answer = -ETIMEDOUT;
@@ -626,6 +675,19 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 	debugfs_create_file("status", 0600, resp, &f->respond_status_file,
 			    &ropcie_fault_choice_fops);
 	debugfs_create_file_unsafe("qpn", 0600, resp, &f->respond_qpn,
+				   &ropcie_fault_qpn_fops);
+
+	f->overrun_opcode = -1;
+	f->overrun_qpn = -1;
+	f->overrun_opcode_file = (struct ropcie_fault_choice_file) {
+		ropcie_fault_opcodes, ARRAY_SIZE(ropcie_fault_opcodes),
+		&f->overrun_opcode,
+	};
+	over = debugfs_create_dir("fail_cq_overrun", f->dir);
+	ropcie_fault_attr_add(&f->overrun, over);
+	debugfs_create_file("opcode", 0600, over, &f->overrun_opcode_file,
+			    &ropcie_fault_choice_fops);
+	debugfs_create_file_unsafe("qpn", 0600, over, &f->overrun_qpn,
 				   &ropcie_fault_qpn_fops);
 
 	debugfs_create_file("event", 0200, f->dir, dev,

@@ -9,6 +9,7 @@
 
 #include <linux/atomic.h>
 #include <linux/jump_label.h>
+#include <linux/ratelimit.h>
 #include <linux/time64.h>
 #include <rdma/ib_verbs.h>
 
@@ -26,6 +27,7 @@ struct ropcie_qp;
  * @probability: percent of the candidate calls that fail
  * @interval: see @count; 0 and 1 make every call a candidate
  * @verbose: 1 logs each failure, 2 with the caller's stack
+ * @ratelimit: how many of those lines reach the log
  */
 struct ropcie_fault_attr {
 	atomic_t times;
@@ -34,6 +36,7 @@ struct ropcie_fault_attr {
 	u32 probability;
 	u32 interval;
 	u32 verbose;
+	struct ratelimit_state ratelimit;
 };
 
 /* The resource verbs that ropcie/<device>/fail_<verb>/ makes fail. */
@@ -84,6 +87,10 @@ struct ropcie_fault_choice_file {
  *	request completes with
  * @respond_opcode_file: fail_respond/opcode's words
  * @respond_status_file: fail_respond/status's words
+ * @overrun: fail_cq_overrun/: the completions that find their CQ full
+ * @overrun_opcode: fail_cq_overrun/opcode: as @wc_opcode
+ * @overrun_qpn: fail_cq_overrun/qpn: as @wc_qpn
+ * @overrun_opcode_file: fail_cq_overrun/opcode's words
  */
 struct ropcie_faults {
 	struct dentry *dir;
@@ -104,6 +111,10 @@ struct ropcie_faults {
 	int respond_status;
 	struct ropcie_fault_choice_file respond_opcode_file;
 	struct ropcie_fault_choice_file respond_status_file;
+	struct ropcie_fault_attr overrun;
+	int overrun_opcode;
+	int overrun_qpn;
+	struct ropcie_fault_choice_file overrun_opcode_file;
 };
 
 /* The longest cq_delay_us: a ULP's own timeouts are seconds long. */
@@ -119,6 +130,7 @@ u64 __ropcie_fault_cq_delay_ns(struct ropcie_dev *dev);
 int __ropcie_fault_connect(struct ropcie_dev *dev, u16 port);
 bool __ropcie_fault_respond(struct ropcie_qp *tqp, int op,
 			    enum ib_wc_status *status);
+bool __ropcie_fault_cq_overrun(const struct ib_wc *wc);
 
 /**
  * ropcie_fault_wc() - fail a completion that would succeed, if asked to
@@ -180,6 +192,21 @@ static inline bool ropcie_fault_respond(struct ropcie_qp *tqp, int op,
 {
 	return static_branch_unlikely(&ropcie_fault_armed) &&
 	       __ropcie_fault_respond(tqp, op, status);
+}
+
+/**
+ * ropcie_fault_cq_overrun() - make a completion find its CQ full, if asked to
+ * @wc: a successful completion about to be pushed, naming its QP
+ *
+ * The completion is then lost as to a real overrun: the CQ's handler
+ * hears CQ_ERR and the QP moves to error (ropcie_cq_push()).
+ *
+ * Return: true when @wc is to be lost (fail_cq_overrun/).
+ */
+static inline bool ropcie_fault_cq_overrun(const struct ib_wc *wc)
+{
+	return static_branch_unlikely(&ropcie_fault_armed) &&
+	       __ropcie_fault_cq_overrun(wc);
 }
 
 void ropcie_fault_add(struct ropcie_dev *dev);

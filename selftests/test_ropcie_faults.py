@@ -15,6 +15,7 @@ device's 2k-th).
 
 import errno
 import importlib.util
+import json
 import time
 
 import pytest
@@ -203,6 +204,10 @@ def test_qpn_filter_fails_that_qp_only(pool, faults):
     assert_peer_ended(cli)
 
 
+# krping/wait.c: krping_wait_result() of a run whose work was flushed
+# with no error of its own, as after a CQ overrun moved its QP to error.
+OVERRUN_ERRNO = E.ECONNRESET
+
 # fail_respond/status: what the requester's WR completes with when its
 # target refuses it, and the errno a krping requester ends with.
 RESPOND_ERRNO = {"rem_access_err": E.EACCES, "rem_op_err": E.EIO,
@@ -223,8 +228,55 @@ def test_target_refuses_the_third_read(pool, faults, status):
     assert srv.stats() == plus(ping_stats("server", 2, SIZE),
                                recv_msgs=1, recv_bytes=ADV_BYTES)
     assert_peer_ended(cli)
+    assert cli.stats() == plus(ping_stats("client", 2, SIZE),
+                               send_msgs=1, send_bytes=ADV_BYTES)
     assert ropcie.read(faults / "fail_respond" / "times") == "0"
     clean_pair(pool)
+
+
+# enum ibv_wc_status
+WC_SUCCESS, WC_REM_ACCESS_ERR = 0, 10
+
+
+def need_pyverbs():
+    if importlib.util.find_spec("pyverbs") is None:
+        ropcie.missing("pyverbs not installed (package python3-pyverbs)")
+
+
+def test_user_write_refused_moves_no_byte(faults, tmp_path):
+    """A user's SEND, then WRITE, to another user's QP on ropcie0, which
+    refuses WRITEs (fail_respond): the SEND lands, the WRITE completes
+    with REM_ACCESS_ERR, and the sink stays zero (its owner watches it
+    for 2 s after the SEND's receive): the refusal comes before a byte
+    moves."""
+    need_pyverbs()
+    port, go, sink_file = krping.next_port(), tmp_path / "go", \
+        tmp_path / "sink.json"
+    ropcie.arm_fail_respond(faults, opcode="rdma_write",
+                            status="rem_access_err")
+    srv = uverbs_peer.start("ordered-server", ADDR, port, go, 0, 2)
+    cli = None
+    try:
+        assert uverbs_peer.first_line(srv) == {"listening": True}
+        cli = uverbs_peer.start("send-write", ADDR, port, sink_file)
+        sink = uverbs_peer.first_line(srv)
+        assert set(sink) == {"addr", "rkey"}, sink
+        (tmp_path / "sink.tmp").write_text(json.dumps(sink))
+        (tmp_path / "sink.tmp").rename(sink_file)
+        assert uverbs_peer.first_line(cli) == {"posted": True}
+        go.touch()
+        res, out = uverbs_peer.result(cli), uverbs_peer.result(srv)
+    finally:
+        for p in (srv, cli):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [(w["wr_id"], w["status"]) for w in res["wcs"]] == \
+        [(1, WC_SUCCESS), (2, WC_REM_ACCESS_ERR)], res
+    assert out == {"sink_written_before_the_receive": False,
+                   "recvs": out["recvs"], "recv_ok": True,
+                   "sink_ok": False}, out
+    assert ropcie.read(faults / "fail_respond" / "times") == "0"
 
 
 def test_target_fault_names_the_target_qp(pool, faults):
@@ -250,6 +302,58 @@ def test_target_fault_names_the_target_qp(pool, faults):
     assert cli.wait_end() == "failed"
     assert_peer_ended(cli)
     assert ropcie.read(faults / "fail_respond" / "times") == "0"
+
+
+def test_cq_overrun_loses_the_completion_and_ends_its_qp(pool, faults):
+    """fail_cq_overrun for READs: the third READ's completion finds the
+    server's CQ full and is lost, as to a real overrun: the server never
+    counts that READ, its QP moves to error and flushes the receive it
+    posted, and it ends as a run whose work was flushed (krping names no
+    request for a flush); the client sees the connection end; the fault
+    is consumed, and the device logged its overflow once. (krping's CQs,
+    from ib_alloc_cq(), have no event handler to hear the CQ_ERR.)"""
+    ropcie.arm_fail_cq_overrun(faults, opcode="rdma_read", interval=3)
+    kmsg = krping.Kmsg()
+    try:
+        srv, cli, _ = run_failing(pool)
+        logged = [ln for ln in kmsg.read() if "ropcie0: CQ overflow" in ln]
+    finally:
+        kmsg.close()
+    assert len(logged) == 1, logged
+    assert_failed(srv, OVERRUN_ERRNO)
+    assert srv.stats() == plus(ping_stats("server", 2, SIZE),
+                               recv_msgs=1, recv_bytes=ADV_BYTES)
+    assert_peer_ended(cli)
+    assert ropcie.read(faults / "fail_cq_overrun" / "times") == "0"
+    clean_pair(pool)
+
+
+# Registrations that fail_reg_mr fails in test_verbose_is_rate_limited.
+REG_STRIKES = 100
+
+
+def test_verbose_is_rate_limited(faults):
+    """verbose=1 logs a failure as it strikes, rate-limited as the
+    kernel's fault attributes are (10 lines every 5 s): a user's
+    REG_STRIKES ibv_reg_mr calls in a row all fail with ENOMEM, and the
+    log names the fault at most 10 times in each 5 s they took."""
+    need_pyverbs()
+    ropcie.write(faults / "fail_reg_mr" / "verbose", 1)
+    ropcie.arm(faults / "fail_reg_mr", times=-1)
+    kmsg = krping.Kmsg()
+    try:
+        t0 = time.monotonic()
+        p = uverbs_peer.start("reg", ropcie.ROPCIE_DEV, 4096, REG_STRIKES)
+        out = uverbs_peer.result(p)
+        took = time.monotonic() - t0
+        named = [ln for ln in kmsg.read()
+                 if "injected fault: fail_reg_mr" in ln]
+    finally:
+        kmsg.close()
+    assert out == {"reg": {"ENOMEM": REG_STRIKES}}, out
+    bound = 10 * (int(took // 5) + 1)
+    assert 1 <= len(named) <= min(bound, REG_STRIKES - 1), \
+        f"{len(named)} lines in {took:.1f} s"
 
 
 VERBS = {
@@ -442,8 +546,7 @@ def test_event_reaches_a_user_context_and_leaves_its_qp_in_error(faults,
     device: ibv_query_qp then finds the QP in the error state, and
     rdma-core's libibverbs hands the program that event first (after
     conn_reset, which raises none, the qp_req_err written next)."""
-    if importlib.util.find_spec("pyverbs") is None:
-        ropcie.missing("pyverbs not installed (package python3-pyverbs)")
+    need_pyverbs()
     p = uverbs_peer.start("events", ropcie.ROPCIE_DEV)
     try:
         info = uverbs_peer.first_line(p)
@@ -501,6 +604,13 @@ def test_cq_err_ends_the_qps_of_that_cq(pool, faults):
     ("fail_respond/opcode", "send", E.EINVAL),
     ("fail_respond/status", "retry_exc_err", E.EINVAL),
     ("fail_respond/qpn", "16777216", E.ERANGE),
+    ("fail_cq_overrun/opcode", "rdma_atomic", E.EINVAL),
+    ("fail_cq_overrun/times", "2147483648", E.ERANGE),
+    # A flush is what follows a failure, never the failure itself.
+    ("fail_wc/status", "wr_flush_err", E.EINVAL),
+    # space counts calls: a negative count would never reach 0.
+    ("fail_wc/space", "-1", E.ERANGE),
+    ("fail_create_cq/space", "2147483648", E.ERANGE),
 ])
 def test_bad_input_is_refused(faults, path, value, err):
     assert ropcie.write_errno(faults / path, value) == err
@@ -605,6 +715,7 @@ def test_faults_are_off_by_default(faults):
     ropcie.write(faults / "cq_delay_us", 100)
     ropcie.arm_fail_respond(faults, opcode="rdma_write", status="rem_op_err",
                             qpn=7)
+    ropcie.arm_fail_cq_overrun(faults, opcode="recv", qpn=9)
     assert ropcie.fault_settings(faults) != ropcie.FAULTS_OFF
     teardown_setup()
     ensure_setup()

@@ -698,8 +698,10 @@ REFUSED_AT = 20
 
 
 def set_fail_respond(side, **knobs):
-    """ropcie0's fail_respond/ knobs on side, times last."""
-    order = sorted(knobs, key=lambda k: k == "times")
+    """ropcie0's fail_respond/ knobs on side: times last to arm, first
+    to disarm (the filters never meet a fault still armed)."""
+    arming = knobs.get("times", 0) != 0
+    order = sorted(knobs, key=lambda k: (k == "times") == arming)
     side.sh("mountpoint -q /sys/kernel/debug || "
             "mount -t debugfs none /sys/kernel/debug; " +
             "; ".join(f"echo {knobs[k]} > {FAULTS}/fail_respond/{k}"
@@ -719,6 +721,7 @@ def test_target_refusal_crosses_the_link(hosts, pool):
     there.wait_state("up", UP_TIMEOUT_S)
     b0, t0 = there.link(), transport(there)
     here_faults = ropcie.fault_dir()
+    assert ropcie.fault_settings(here_faults) == ropcie.FAULTS_OFF
     set_fail_respond(there, **dict(RESPOND_OFF, opcode="rdma_read",
                                    interval=REFUSED_AT, times=1))
     try:
@@ -734,8 +737,6 @@ def test_target_refusal_crosses_the_link(hosts, pool):
                                          "read_bytes")} == \
             {"iterations": n, "read_msgs": n, "read_bytes": n * 4096}, \
             cli.describe()
-        for attr in ("fail_wc", "fail_respond"):
-            assert ropcie.read(here_faults / attr / "times") == "0"
         assert srv.wait_end() == "failed", srv.describe()
         assert (-srv.error, srv.failed_wc) == (errno.ECONNRESET, ("", "")), \
             srv.describe()
@@ -1574,6 +1575,46 @@ def test_nothing_lands_before_a_send_that_waits_for_a_receive(
         [(1, WC_SEND, WC_SUCCESS)] * (ahead + 1) + \
         [(2, WC_RDMA_WRITE, WC_SUCCESS)], res
     assert transport(here)["sends_credited"] - c0 == max(ahead - 1, 0)
+
+
+WC_REM_ACCESS_ERR = 10
+
+
+@needs_connections
+def test_user_write_refused_there_moves_no_byte(hosts, started, tmp_path):
+    """A user's SEND and then WRITE across the link to a QP of the other
+    host, whose ropcie0 refuses WRITEs (fail_respond, armed there only):
+    the SEND lands, the WRITE completes here with REM_ACCESS_ERR, the
+    answer of the host that owns the sink, and the sink there stays zero
+    (its owner waits 2 s for it after the SEND's receive): the refusal
+    came before a byte moved."""
+    here, there = hosts
+    assert ropcie.fault_settings(ropcie.fault_dir()) == ropcie.FAULTS_OFF
+    set_fail_respond(there, **dict(RESPOND_OFF, opcode="rdma_write",
+                                   times=1))
+    try:
+        srv, addr, port, go = late_receiver(hosts, started,
+                                            "ordered-server", 0, 2)
+        sink_file = tmp_path / "sink.json"
+        cli = uverbs_peer.start("send-write", addr, port, sink_file)
+        started.append(cli)
+        sink = uverbs_peer.first_line(srv)
+        assert set(sink) == {"addr", "rkey"}, sink
+        (tmp_path / "sink.tmp").write_text(json.dumps(sink))
+        (tmp_path / "sink.tmp").rename(sink_file)
+        assert uverbs_peer.first_line(cli) == {"posted": True}
+        there.sh(f"touch {go}")
+        res, out = uverbs_peer.result(cli), uverbs_peer.result(srv)
+        print(f"# client {res} | server {out}")
+        assert there.sh(f"cat {FAULTS}/fail_respond/times").strip() == "0"
+    finally:
+        set_fail_respond(there, **RESPOND_OFF)
+    assert [(w["wr_id"], w["status"]) for w in res["wcs"]] == \
+        [(1, WC_SUCCESS), (2, WC_REM_ACCESS_ERR)], res
+    assert out == {"sink_written_before_the_receive": False,
+                   "recvs": out["recvs"], "recv_ok": True,
+                   "sink_ok": False}, out
+    assert [r["status"] for r in out["recvs"]] == [WC_SUCCESS], out
 
 
 BW_COUNT = 20

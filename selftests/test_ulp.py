@@ -249,8 +249,8 @@ def fio_result(proc, timeout):
 # refused attempts as the fault's last field asks (fail_connect), and
 # every block fio wrote must read back as written. (side, how, opcode,
 # status, refusals): the fault strikes a QP of side (its I/O queue's),
-# through fail_wc, fail_respond (side's QP refuses what is asked of it)
-# or an event.
+# through fail_wc, fail_respond (side's QP refuses what is asked of it),
+# fail_cq_overrun or an event.
 NVME_FAULTS = {
     # The host's I/O queue: its 21st command SEND fails, as when the
     # target stops acknowledging.
@@ -265,6 +265,11 @@ NVME_FAULTS = {
     # READ fails with the host's answer.
     "host_refuses_a_target_read": ("nvme_rdma", "fail_respond",
                                    "rdma_read", "rem_access_err", 0),
+    # The host's I/O queue loses the completion of its 21st receive (a
+    # response) to a CQ overrun: that command never completes, the QP
+    # goes to error.
+    "host_recv_lost_to_cq_overrun": ("nvme_rdma", "fail_cq_overrun",
+                                     "recv", None, 0),
     # The target's I/O queue gets QP_FATAL mid-write.
     "target_qp_fatal": ("nvmet_rdma", "event", None, "qp_fatal", 0),
     # The same, and the target refuses the host's first two attempts to
@@ -276,17 +281,17 @@ NVME_FAULTS = {
 
 # ropcie's path to a fault is the same on every kernel, and nvme-rdma's
 # recovery is what the host's fault drives: beyond 6.12 (stock_only) the
-# host's stands for the three.
+# host's lost SEND stands for the others.
 @pytest.mark.parametrize("fault", krping.representatives(
     list(NVME_FAULTS), key=lambda f: 0))
 def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
     """nvme-rdma to nvmet-rdma over ropcie0 with fio writing and
-    verifying 8 MiB: a fault of ropcie's (fail_wc, fail_respond or an
-    event) breaks one I/O queue's connection mid-write; the host
-    reconnects (its I/O queue is a new QP), fio's verification finds
-    every block intact, and nothing is left behind. nvme-rdma reports
-    the attempts its reconnect took: one more than the connection
-    requests refused."""
+    verifying 8 MiB: a fault of ropcie's (fail_wc, fail_respond,
+    fail_cq_overrun or an event) breaks one I/O queue's connection
+    mid-write; the host reconnects (its I/O queue is a new QP), fio's
+    verification finds every block intact, and nothing is left behind.
+    nvme-rdma reports the attempts its reconnect took: one more than the
+    connection requests refused."""
     if not os.access(FIO, os.X_OK):
         ropcie.missing(f"{FIO} not installed (package fio)")
     modprobe("nvmet", "nvmet_rdma", "nvme_rdma")
@@ -319,6 +324,9 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
         elif how == "fail_respond":
             ropcie.arm_fail_respond(faults, opcode=opcode, status=status,
                                     qpn=victim, space=20)
+        elif how == "fail_cq_overrun":
+            ropcie.arm_fail_cq_overrun(faults, opcode=opcode, qpn=victim,
+                                       space=20)
         fio = fio_verify(dev)
         if how == "event":
             krping.wait_for(lambda: nvme_writes() >= 20,

@@ -16,7 +16,7 @@ usage:
                                       say so on stdout, then the same
                                       bytes with lkey 0 (the kernel's DMA
                                       lkey); report both completions
-  uverbs_peer.py ordered-server ADDR PORT FILE [K]
+  uverbs_peer.py ordered-server ADDR PORT FILE [K [SINK_S]]
                                       post K receives (default 0), accept
                                       one connection; print the address
                                       and rkey of a zeroed sink MR; once
@@ -24,7 +24,8 @@ usage:
                                       sink was written, post a receive,
                                       report the K + 1 completions, then
                                       whether the last receive and the
-                                      sink got the pattern
+                                      sink (within SINK_S seconds,
+                                      default 30) got the pattern
   uverbs_peer.py send-write ADDR PORT FILE [K]
                                       connect; once FILE holds the sink's
                                       address and rkey (JSON), post K + 1
@@ -46,7 +47,9 @@ usage:
                                       stdin, the QP's state printed,
                                       then the context's next async
                                       event, by name
-  uverbs_peer.py reg DEV BYTES        register an MR of BYTES: the errno
+  uverbs_peer.py reg DEV BYTES [N]    register an MR of BYTES: the errno;
+                                      with N, N times (each deregistered),
+                                      and how many got each outcome
   uverbs_peer.py qps DEV N            create QPs on DEV until N or the
                                       first failure; prints how many and
                                       the errno, holds them until a line
@@ -200,7 +203,7 @@ def stream_client(addr, port, n):
     return {"sent": sent, "failed_posts": failed, "bad": bad[:4]}
 
 
-def ordered_server(addr, port, go, ahead=0):
+def ordered_server(addr, port, go, ahead=0, sink_s=POLL_S):
     lid, cid = first_request(addr, port)
     pd, cq, qp, mr = resources(cid.context)
     sink = MR(pd, SIZE, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
@@ -219,7 +222,7 @@ def ordered_server(addr, port, go, ahead=0):
     mr.write(bytes(SIZE), SIZE)
     recv(ahead)
     recvs = [poll_one(cq) for _ in range(ahead + 1)]
-    end = time.monotonic() + POLL_S
+    end = time.monotonic() + sink_s
     while sink.read(SIZE, 0) != PATTERN and time.monotonic() < end:
         time.sleep(0.001)
     return {"sink_written_before_the_receive": early, "recvs": recvs,
@@ -376,9 +379,18 @@ def events(dev):
     return {"event": enum_name("IBV_EVENT_", kind)}
 
 
-def reg(dev, size):
+def reg(dev, size, n=None):
     pd = PD(Context(name=dev))
-    return {"reg": outcome(lambda: MR(pd, size, e.IBV_ACCESS_LOCAL_WRITE))}
+
+    def once():
+        MR(pd, size, e.IBV_ACCESS_LOCAL_WRITE).close()
+    if n is None:
+        return {"reg": outcome(once)}
+    counts = {}
+    for _ in range(n):
+        got = outcome(once)
+        counts[got] = counts.get(got, 0) + 1
+    return {"reg": counts}
 
 
 def qps(dev, n):
@@ -423,7 +435,8 @@ def main():
     elif role == "client":
         out = client(args[0], args[1])
     elif role == "ordered-server":
-        out = ordered_server(args[0], args[1], args[2], *map(int, args[3:4]))
+        out = ordered_server(args[0], args[1], args[2], *map(int, args[3:4]),
+                             *map(float, args[4:5]))
     elif role == "send-write":
         out = send_write(args[0], args[1], args[2], *map(int, args[3:4]))
     elif role == "connect":
@@ -441,7 +454,8 @@ def main():
     elif role == "qps":
         out = qps(args[0], int(args[1]))
     elif role == "reg":
-        out = reg(args[0], int(args[1]))
+        out = reg(args[0], int(args[1]),
+                  int(args[2]) if len(args) > 2 else None)
     elif role == "events":
         out = events(args[0])
     else:

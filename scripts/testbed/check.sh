@@ -432,8 +432,9 @@ stage_two-host-all() { pair_stage two-host-all 6.12 6.12 --provider rxe --; }
 # CM messages, with and without live connections, and removes ropcie under
 # a live ping; the remote access cases run both ways; two pings. The debug
 # guest's log and its kmemleak scan are checked after its stop. Not part
-# of make check: 22 minutes, 32 tests (a dev run of the same selection,
-# without the access cases, with another pair beside it part of the time).
+# of make check: 22 minutes (a dev run of the same selection, then of 32
+# tests, without the access cases, with another pair beside it part of
+# the time).
 TWO_HOST_ROPCIE_DEBUG_K="(test_ping and not lkey and not variants and not inv"
 TWO_HOST_ROPCIE_DEBUG_K+=" and not validate and not concurrent and (1-reg or 65536-dma))"
 TWO_HOST_ROPCIE_DEBUG_K+=" or test_pci_link or (test_ropcie_link and not power_cut)"

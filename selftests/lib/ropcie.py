@@ -192,13 +192,14 @@ ATTRS_OFF = ("100", "1", "0", "0", "0")
 # What a new device's knobs read: every fault off.
 FAULTS_OFF = {
     **{f"fail_{kind}/{a}": v
-       for kind in ("wc", "connect", "respond") + FAULT_VERBS
+       for kind in ("wc", "connect", "respond", "cq_overrun") + FAULT_VERBS
        for a, v in zip(FAULT_ATTRS, ATTRS_OFF)},
     "fail_wc/opcode": "any", "fail_wc/status": "retry_exc_err",
     "fail_wc/qpn": "-1", "fail_connect/port": "-1",
     "fail_connect/answer": "timeout", "cq_delay_us": "0",
     "fail_respond/opcode": "any", "fail_respond/status": "rem_access_err",
     "fail_respond/qpn": "-1",
+    "fail_cq_overrun/opcode": "any", "fail_cq_overrun/qpn": "-1",
 }
 
 
@@ -251,6 +252,14 @@ def arm_fail_respond(d, opcode, status, qpn=-1, **when):
     write(d / "fail_respond" / "status", status)
     write(d / "fail_respond" / "qpn", qpn)
     arm(d / "fail_respond", **when)
+
+
+def arm_fail_cq_overrun(d, opcode, qpn=-1, **when):
+    """fail_cq_overrun/: completions of opcode (of QP qpn) find their CQ
+    full and are lost."""
+    write(d / "fail_cq_overrun" / "opcode", opcode)
+    write(d / "fail_cq_overrun" / "qpn", qpn)
+    arm(d / "fail_cq_overrun", **when)
 
 
 def arm_fail_connect(d, answer, port=-1, **when):
