@@ -123,6 +123,22 @@ struct ropcie_faults {
 /* Off until a fault is first armed: the data path pays nothing before. */
 DECLARE_STATIC_KEY_FALSE(ropcie_fault_armed);
 
+/*
+ * KCFLAGS=-DROPCIE_FAULT_CHECKS=0 compiles the data path's checks out,
+ * for make bench's measure of what they cost (scripts/bench/faults.py);
+ * the debugfs files stay and act on nothing.
+ */
+#ifndef ROPCIE_FAULT_CHECKS
+#define ROPCIE_FAULT_CHECKS 1
+#endif
+
+/* Is any fault of any device armed, or has one been? */
+static inline bool ropcie_fault_on(void)
+{
+	return ROPCIE_FAULT_CHECKS &&
+	       static_branch_unlikely(&ropcie_fault_armed);
+}
+
 void __ropcie_fault_wc(struct ropcie_qp *qp, enum ib_wc_opcode opcode,
 		       enum ib_wc_status *status);
 bool __ropcie_fault_verb(struct ropcie_dev *dev, enum ropcie_fault_verb verb);
@@ -145,7 +161,7 @@ static inline void ropcie_fault_wc(struct ropcie_qp *qp,
 				   enum ib_wc_opcode opcode,
 				   enum ib_wc_status *status)
 {
-	if (static_branch_unlikely(&ropcie_fault_armed) &&
+	if (ropcie_fault_on() &&
 	    *status == IB_WC_SUCCESS)
 		__ropcie_fault_wc(qp, opcode, status);
 }
@@ -154,7 +170,7 @@ static inline void ropcie_fault_wc(struct ropcie_qp *qp,
 static inline bool ropcie_fault_verb(struct ropcie_dev *dev,
 				     enum ropcie_fault_verb verb)
 {
-	return static_branch_unlikely(&ropcie_fault_armed) &&
+	return ropcie_fault_on() &&
 	       __ropcie_fault_verb(dev, verb);
 }
 
@@ -165,14 +181,14 @@ static inline bool ropcie_fault_verb(struct ropcie_dev *dev,
  */
 static inline int ropcie_fault_connect(struct ropcie_dev *dev, u16 port)
 {
-	return static_branch_unlikely(&ropcie_fault_armed) ?
+	return ropcie_fault_on() ?
 	       __ropcie_fault_connect(dev, port) : 0;
 }
 
 /* How long a completion @dev makes now stays out of sight (cq_delay_us). */
 static inline u64 ropcie_fault_cq_delay_ns(struct ropcie_dev *dev)
 {
-	return static_branch_unlikely(&ropcie_fault_armed) ?
+	return ropcie_fault_on() ?
 	       __ropcie_fault_cq_delay_ns(dev) : 0;
 }
 
@@ -190,7 +206,7 @@ static inline u64 ropcie_fault_cq_delay_ns(struct ropcie_dev *dev)
 static inline bool ropcie_fault_respond(struct ropcie_qp *tqp, int op,
 					enum ib_wc_status *status)
 {
-	return static_branch_unlikely(&ropcie_fault_armed) &&
+	return ropcie_fault_on() &&
 	       __ropcie_fault_respond(tqp, op, status);
 }
 
@@ -205,7 +221,7 @@ static inline bool ropcie_fault_respond(struct ropcie_qp *tqp, int op,
  */
 static inline bool ropcie_fault_cq_overrun(const struct ib_wc *wc)
 {
-	return static_branch_unlikely(&ropcie_fault_armed) &&
+	return ropcie_fault_on() &&
 	       __ropcie_fault_cq_overrun(wc);
 }
 

@@ -5,17 +5,20 @@ armed: krping over ropcie0 with the faults' static key off (ropcie
 freshly loaded: every check a no-op jump) against the same with the key
 on (one fault armed for no QP, then disarmed: every completion and every
 refusable request goes through the checks of fault.c and finds nothing
-to do). The key never goes back off while ropcie is loaded, so each run
-loads ropcie again; the two states take turns, each first in every
-other round, so that a drift of the host's load falls on both.
+to do), or, with --out-ko, against a ropcie.ko whose checks are compiled
+out (KCFLAGS=-DROPCIE_FAULT_CHECKS=0). The key never goes back off while
+ropcie is loaded, so each run loads ropcie again; the two states take
+turns, each first in every other round, so that a drift of the host's
+load falls on both.
 
 One row per test and size:
 
   size  test  off  on  on/off  90% interval  verdict
 
-  off, on   the median of the runs in that state: wlat's median one-way
-            latency (t_typical, usec), bw's BW average (MB/s, 2^20)
-  on/off    the ratio of those medians
+  off, on   the median of the runs in that state (with --out-ko: out,
+            off): wlat's median one-way latency (t_typical, usec), bw's
+            BW average (MB/s, 2^20)
+  on/off    the ratio of those medians (with --out-ko: off/out)
   interval  5th to 95th percentile of the ratio over 2000 bootstrap
             resamples of the runs (bench.bootstrap())
   verdict   "no cost" when the whole interval lies within --margin of 1
@@ -46,11 +49,11 @@ ROWS = (("wlat", 64, 1000, "t_typical_usec", "usec median"),
 FAULTS = f"/sys/kernel/debug/ropcie/{bench.ROPCIE_DEV}"
 
 
-def reload_ropcie():
-    """ropcie loaded afresh (its static key off) with ropcie0 on rp0."""
+def reload_ropcie(ko):
+    """ropcie loaded afresh from ko (its static key off), ropcie0 on rp0."""
     bench.ropcie_teardown(None)
     subprocess.run(["rmmod", "ropcie"], capture_output=True)
-    bench.sh("insmod", os.environ["ROPCIE_KO"])
+    bench.sh("insmod", ko)
     why = bench.ropcie_setup(None)
     if why:
         raise RuntimeError(f"ropcie0: {why}")
@@ -90,17 +93,22 @@ def main():
     ap.add_argument("--txdepth", type=int, default=bench.TXDEPTH)
     ap.add_argument("--port-base", type=int, default=19200)
     ap.add_argument("--cmd-timeout", type=int, default=180)
+    ap.add_argument("--out-ko", metavar="KO",
+                    help="compare the key off with this ropcie.ko, built "
+                    "with KCFLAGS=-DROPCIE_FAULT_CHECKS=0")
     ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
     args = ap.parse_args()
     args.addr, args.remote, args.dev = bench.ROPCIE_ADDR, None, "rxe0"
     if not os.environ.get("ROPCIE_KO"):
         sys.exit("faults.py: ROPCIE_KO not set (vm-run sets it)")
     b = bench.Bench(args)
-    runs = {(t, s, st): [] for t, s, _, _, _ in ROWS for st in ("off", "on")}
+    other = "out" if args.out_ko else "on"
+    runs = {(t, s, st): [] for t, s, _, _, _ in ROWS for st in ("off", other)}
     t0 = time.monotonic()
     for r in range(args.reps):
-        for state in (("off", "on") if r % 2 == 0 else ("on", "off")):
-            reload_ropcie()
+        for state in (("off", other) if r % 2 == 0 else (other, "off")):
+            reload_ropcie(args.out_ko if state == "out"
+                          else os.environ["ROPCIE_KO"])
             if state == "on":
                 key_on()
             for test, size, iters, key, _ in ROWS:
@@ -109,12 +117,16 @@ def main():
                 runs[(test, size, state)].append(fig and fig.get(key))
         log(f"round {r + 1} of {args.reps} done in "
             f"{time.monotonic() - t0:.0f} s")
+    # The last run's module stays loaded: the one vm-run loaded.
+    reload_ropcie(os.environ["ROPCIE_KO"])
     bench.ropcie_teardown(None)
     rows = []
-    lines = [f"{'size':>8}  {'test':5} {'off':>9} {'on':>9} {'on/off':>7}"
+    # The costlier state over the cheaper: on/off, or off/out.
+    hi, lo = ("off", "out") if args.out_ko else ("on", "off")
+    lines = [f"{'size':>8}  {'test':5} {lo:>9} {hi:>9} {hi + '/' + lo:>7}"
              f"  {'90% interval':13}  verdict"]
     for test, size, iters, key, unit in ROWS:
-        off, on = runs[(test, size, "off")], runs[(test, size, "on")]
+        off, on = runs[(test, size, lo)], runs[(test, size, hi)]
         mo = bench.median_of([{key: v} for v in off if v is not None], key)
         mn = bench.median_of([{key: v} for v in on if v is not None], key)
         ratio = mn / mo if mo and mn is not None else None
@@ -122,9 +134,9 @@ def main():
         interval = boot[1:] if boot else None
         v = verdict(test, interval, args.margin) if interval else "-"
         rows.append({"size": size, "test": test, "iterations": iters,
-                     "unit": unit, "off": mo, "on": mn, "ratio": ratio,
+                     "unit": unit, lo: mo, hi: mn, "ratio": ratio,
                      "interval": interval, "verdict": v,
-                     "off_runs": off, "on_runs": on})
+                     f"{lo}_runs": off, f"{hi}_runs": on})
         iv = (f"{interval[0]:.3f}..{interval[1]:.3f}" if interval
               else "-")
         lines.append(f"{size:>8}  {test:5} {fmt(mo):>9} {fmt(mn):>9} "
@@ -135,8 +147,9 @@ def main():
     table = "\n".join(lines)
     print(table)
     bench.write_outputs(args.out, "faults",
-                        {"rows": rows, "reps": args.reps,
-                         "margin": args.margin, "raw": b.raw}, table)
+                        {"rows": rows, "reps": args.reps, "states": [lo, hi],
+                         "out_ko": args.out_ko, "margin": args.margin,
+                         "raw": b.raw}, table)
 
 
 if __name__ == "__main__":
