@@ -290,13 +290,16 @@ static void ropcie_fault_attr_add(struct ropcie_fault_attr *a,
 	/* As the kernel's defaults: every call a candidate, none fails. */
 	a->probability = 100;
 	a->interval = 1;
+	/*
+	 * 10 lines every 5 s at most (the kernel's fault attributes do not
+	 * limit by default): a fault with times -1 must not flood the log.
+	 */
+	ratelimit_state_init(&a->ratelimit, DEFAULT_RATELIMIT_INTERVAL,
+			     DEFAULT_RATELIMIT_BURST);
 	debugfs_create_u32("probability", 0600, dir, &a->probability);
 	debugfs_create_u32("interval", 0600, dir, &a->interval);
 	debugfs_create_file_unsafe("times", 0600, dir, a,
 				   &ropcie_fault_times_fops);
-	/* As the kernel's: 10 lines every 5 s at most. */
-	ratelimit_state_init(&a->ratelimit, DEFAULT_RATELIMIT_INTERVAL,
-			     DEFAULT_RATELIMIT_BURST);
 	debugfs_create_file_unsafe("space", 0600, dir, &a->space,
 				   &ropcie_fault_space_fops);
 	debugfs_create_u32("verbose", 0600, dir, &a->verbose);
@@ -442,7 +445,9 @@ static void ropcie_fault_qp_event(struct ropcie_qp *qp,
 
 /*
  * Move every QP of @dev that uses @cq (any, when NULL) to error: what a
- * device does to them on a CQ's overrun, or on a fatal error of its own.
+ * device does to them on a CQ error it reports, or on a fatal error of
+ * its own. (A CQ that overruns, for real or by fail_cq_overrun, moves
+ * only the QP whose completion it lost: ropcie_cq_push().)
  */
 static void ropcie_fault_qps_to_error(struct ropcie_dev *dev,
 				      struct ropcie_cq *cq)

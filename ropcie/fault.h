@@ -125,8 +125,9 @@ DECLARE_STATIC_KEY_FALSE(ropcie_fault_armed);
 
 /*
  * KCFLAGS=-DROPCIE_FAULT_CHECKS=0 compiles the data path's checks out,
- * for make bench's measure of what they cost (scripts/bench/faults.py);
- * the debugfs files stay and act on nothing.
+ * for make bench's measure of what they cost (scripts/bench/faults.py).
+ * The debugfs files stay: arming a fail_* directory or cq_delay_us then
+ * changes nothing, while the event file still acts.
  */
 #ifndef ROPCIE_FAULT_CHECKS
 #define ROPCIE_FAULT_CHECKS 1

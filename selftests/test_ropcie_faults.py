@@ -333,8 +333,9 @@ REG_STRIKES = 100
 
 
 def test_verbose_is_rate_limited(faults):
-    """verbose=1 logs a failure as it strikes, rate-limited as the
-    kernel's fault attributes are (10 lines every 5 s): a user's
+    """verbose=1 logs a failure as it strikes, rate-limited (10 lines
+    every 5 s; the kernel's fault attributes can be, and ropcie's always
+    are, since a fault with times -1 strikes at every call): a user's
     REG_STRIKES ibv_reg_mr calls in a row all fail with ENOMEM, and the
     log names the fault at most 10 times in each 5 s they took."""
     need_pyverbs()
