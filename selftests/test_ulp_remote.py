@@ -30,7 +30,7 @@ import pytest
 from lib import env, krping, ropcie
 from lib.remote import SshRemote
 from lib.ropcie import sh
-from test_ulp import (DATA_BYTES, FIO, FIO_BYTES, NQN, NVME_PORT,
+from test_ulp import (DATA_BYTES, FIO, NQN, NVME_PORT, assert_recovered,
                       drop_caches, fio_result, fio_verify, modprobe,
                       new_namespace, nvme_connect, nvme_disconnect,
                       ulp_qpns)
@@ -169,16 +169,7 @@ def test_nvmeof_across_hosts_recovers_from_a_refusal(remote):
         fio = None
         assert ropcie.read(faults / "fail_respond" / "times") == "0", \
             "the fault never struck"
-        reconnected = [ln for ln in kmsg.read()
-                       if "Successfully reconnected" in ln]
-        assert len(reconnected) == 1 and "(1 attempts)" in reconnected[0], \
-            reconnected
-        assert victim not in ulp_qpns("nvme_rdma"), \
-            f"the I/O queue's QP {victim} is still there: no reconnect"
-        assert job["write"]["io_bytes"] == FIO_BYTES, job["write"]
-        assert job["read"]["io_bytes"] == FIO_BYTES, job["read"]
-        state = (Path("/sys/class/nvme") / ctrl / "state").read_text()
-        assert state.strip() == "live", state
+        assert_recovered(kmsg, 1, "nvme_rdma", victim, job, ctrl)
         armed = there.cmd("mountpoint -q /sys/kernel/debug || mount -t "
                           "debugfs none /sys/kernel/debug; cat /sys/kernel/"
                           "debug/ropcie/ropcie0/fail_*/times").stdout.split()
