@@ -235,6 +235,16 @@ def fio_verify(dev):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def end_recovery(faults, kmsg, fio):
+    """Every fault off, the kernel log closed, a fio still running ended."""
+    ropcie.faults_off(faults)
+    if kmsg:
+        kmsg.close()
+    if fio:
+        fio.kill()
+        fio.wait()
+
+
 def assert_recovered(kmsg, attempts, side, victim, job, ctrl):
     """After a fault broke the I/O queue's QP victim (of module side):
     nvme-rdma reconnected once, in attempts attempts, the QP is gone, fio
@@ -357,12 +367,7 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
         assert ropcie.read(faults / "fail_connect" / "times") == "0"
         assert_recovered(kmsg, refusals + 1, side, victim, job, ctrl)
     finally:
-        ropcie.faults_off(faults)
-        if kmsg:
-            kmsg.close()
-        if fio:
-            fio.kill()
-            fio.wait()
+        end_recovery(faults, kmsg, fio)
         nvme_teardown(ctrl, target, backing)
     nvme_check_gone(before)
 

@@ -31,9 +31,9 @@ from lib import env, krping, ropcie
 from lib.remote import SshRemote
 from lib.ropcie import sh
 from test_ulp import (DATA_BYTES, FIO, NQN, NVME_PORT, assert_recovered,
-                      drop_caches, fio_result, fio_verify, modprobe,
-                      new_namespace, nvme_connect, nvme_disconnect,
-                      ulp_qpns)
+                      drop_caches, end_recovery, fio_result, fio_verify,
+                      modprobe, new_namespace, nvme_connect,
+                      nvme_disconnect, ulp_qpns)
 
 pytestmark = pytest.mark.two_host
 
@@ -175,12 +175,7 @@ def test_nvmeof_across_hosts_recovers_from_a_refusal(remote):
                           "debug/ropcie/ropcie0/fail_*/times").stdout.split()
         assert armed and set(armed) == {"0"}, f"faults armed there: {armed}"
     finally:
-        ropcie.faults_off(faults)
-        if kmsg:
-            kmsg.close()
-        if fio:
-            fio.kill()
-            fio.wait()
+        end_recovery(faults, kmsg, fio)
         if ctrl:
             nvme_disconnect(ctrl)
         there.cmd(target_teardown(backing), check=False)
