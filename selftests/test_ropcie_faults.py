@@ -276,6 +276,7 @@ def test_user_write_refused_moves_no_byte(faults, tmp_path):
     assert out == {"sink_written_before_the_receive": False,
                    "recvs": out["recvs"], "recv_ok": True,
                    "sink_ok": False}, out
+    assert [r["status"] for r in out["recvs"]] == [WC_SUCCESS], out
     assert ropcie.read(faults / "fail_respond" / "times") == "0"
 
 
