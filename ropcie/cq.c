@@ -160,8 +160,9 @@ int ropcie_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 unsigned long ropcie_cq_push(struct ropcie_cq *cq, const struct ib_wc *wc,
 			     bool solicited)
 {
-	u64 delay = ropcie_fault_cq_delay_ns(to_rdev(cq->ibcq.device));
-	bool overrun = ropcie_fault_cq_overrun(wc);
+	struct ropcie_dev *dev = to_rdev(cq->ibcq.device);
+	u64 delay = ropcie_fault_cq_delay_ns(dev);
+	bool overrun = ropcie_fault_cq_overrun(dev, wc);
 	unsigned long flags, todo = 0;
 	struct ropcie_cqe *e;
 	u64 now;

@@ -190,10 +190,10 @@ bool __ropcie_fault_respond(struct ropcie_qp *tqp, int op,
 	return true;
 }
 
-bool __ropcie_fault_cq_overrun(const struct ib_wc *wc)
+bool __ropcie_fault_cq_overrun(struct ropcie_dev *dev, const struct ib_wc *wc)
 {
-	struct ropcie_qp *qp = to_rqp(wc->qp);
-	struct ropcie_faults *f = &qp->dev->faults;
+	struct ropcie_faults *f = &dev->faults;
+	u32 qpn = wc->qp->qp_num;
 	int want_op, want_qpn;
 
 	/* A failure or a flush only overruns a CQ that is full. */
@@ -203,12 +203,12 @@ bool __ropcie_fault_cq_overrun(const struct ib_wc *wc)
 	want_qpn = READ_ONCE(f->overrun_qpn);
 	if (want_op >= 0 && want_op != wc->opcode)
 		return false;
-	if (want_qpn >= 0 && want_qpn != qp->ibqp.qp_num)
+	if (want_qpn >= 0 && want_qpn != qpn)
 		return false;
 	if (!ropcie_fault_strikes(&f->overrun, "fail_cq_overrun"))
 		return false;
 	pr_debug("%s: QP %u: completion of opcode %d overruns its CQ\n",
-		 dev_name(&qp->dev->ibdev.dev), qp->ibqp.qp_num, wc->opcode);
+		 dev_name(&dev->ibdev.dev), qpn, wc->opcode);
 	return true;
 }
 

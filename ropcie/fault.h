@@ -147,7 +147,7 @@ u64 __ropcie_fault_cq_delay_ns(struct ropcie_dev *dev);
 int __ropcie_fault_connect(struct ropcie_dev *dev, u16 port);
 bool __ropcie_fault_respond(struct ropcie_qp *tqp, int op,
 			    enum ib_wc_status *status);
-bool __ropcie_fault_cq_overrun(const struct ib_wc *wc);
+bool __ropcie_fault_cq_overrun(struct ropcie_dev *dev, const struct ib_wc *wc);
 
 /**
  * ropcie_fault_wc() - fail a completion that would succeed, if asked to
@@ -213,6 +213,7 @@ static inline bool ropcie_fault_respond(struct ropcie_qp *tqp, int op,
 
 /**
  * ropcie_fault_cq_overrun() - make a completion find its CQ full, if asked to
+ * @dev: the CQ's device
  * @wc: a successful completion about to be pushed, naming its QP
  *
  * The completion is then lost as to a real overrun: the CQ's handler
@@ -220,10 +221,10 @@ static inline bool ropcie_fault_respond(struct ropcie_qp *tqp, int op,
  *
  * Return: true when @wc is to be lost (fail_cq_overrun/).
  */
-static inline bool ropcie_fault_cq_overrun(const struct ib_wc *wc)
+static inline bool ropcie_fault_cq_overrun(struct ropcie_dev *dev,
+					   const struct ib_wc *wc)
 {
-	return ropcie_fault_on() &&
-	       __ropcie_fault_cq_overrun(wc);
+	return ropcie_fault_on() && __ropcie_fault_cq_overrun(dev, wc);
 }
 
 void ropcie_fault_add(struct ropcie_dev *dev);

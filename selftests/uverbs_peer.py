@@ -25,7 +25,8 @@ usage:
                                       report the K + 1 completions, then
                                       whether the last receive and the
                                       sink (within SINK_S seconds,
-                                      default 30) got the pattern
+                                      default 30) got the pattern, and
+                                      whether the sink is still zero
   uverbs_peer.py send-write ADDR PORT FILE [K]
                                       connect; once FILE holds the sink's
                                       address and rkey (JSON), post K + 1
@@ -225,9 +226,10 @@ def ordered_server(addr, port, go, ahead=0, sink_s=POLL_S):
     end = time.monotonic() + sink_s
     while sink.read(SIZE, 0) != PATTERN and time.monotonic() < end:
         time.sleep(0.001)
+    last = sink.read(SIZE, 0)
     return {"sink_written_before_the_receive": early, "recvs": recvs,
             "recv_ok": mr.read(SIZE, 0) == PATTERN,
-            "sink_ok": sink.read(SIZE, 0) == PATTERN}
+            "sink_ok": last == PATTERN, "sink_zero": last == bytes(SIZE)}
 
 
 def send_write(addr, port, sink_file, ahead=0):

@@ -45,3 +45,28 @@ def first_line(p, timeout=krping.SHORT_TIMEOUT):
     t.join(timeout)
     assert box and box[0], f"uverbs_peer.py said nothing in {timeout} s"
     return json.loads(box[0])
+
+
+# enum ibv_wc_status
+WC_SUCCESS, WC_REM_ACCESS_ERR = 0, 10
+
+
+def pass_sink(srv, sink_file):
+    """Hand the sink an ordered-server printed (its address and rkey) to
+    a send-write peer, through sink_file, written whole at once."""
+    sink = first_line(srv)
+    assert set(sink) == {"addr", "rkey"}, sink
+    tmp = Path(f"{sink_file}.tmp")
+    tmp.write_text(json.dumps(sink))
+    tmp.rename(sink_file)
+
+
+def assert_write_refused(res, out):
+    """A send-write peer's SEND landed in the ordered-server's receive,
+    its WRITE was refused (REM_ACCESS_ERR) and the sink stayed zero."""
+    assert [(w["wr_id"], w["status"]) for w in res["wcs"]] == \
+        [(1, WC_SUCCESS), (2, WC_REM_ACCESS_ERR)], res
+    assert out == {"sink_written_before_the_receive": False,
+                   "recvs": out["recvs"], "recv_ok": True,
+                   "sink_ok": False, "sink_zero": True}, out
+    assert [r["status"] for r in out["recvs"]] == [WC_SUCCESS], out
