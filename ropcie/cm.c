@@ -577,12 +577,14 @@ int ropcie_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	if (ret)
 		goto unlock;
 	fault = ropcie_fault_connect(dev, ropcie_port(&creq->raddr));
+	if (!fault && ropcie_fault_port_cut(dev))
+		fault = -ETIMEDOUT;
 	l = ropcie_find_listener(dev, &creq->raddr);
 	if (fault) {
 		/*
-		 * Injected: the request reaches no listener, here or across
-		 * a link, and its timeout answers it, after
-		 * connect_timeout_ms or at once with a refusal.
+		 * Injected, or sent through a cut port: the request reaches
+		 * no listener, here or across a link, and its timeout answers
+		 * it, after connect_timeout_ms or at once with a refusal.
 		 */
 		creq->timeout_status = fault;
 		creq->qp->claimed = true;

@@ -153,6 +153,11 @@ void __ropcie_fault_wc(struct ropcie_qp *qp, enum ib_wc_opcode opcode,
 	*status = st;
 }
 
+bool __ropcie_fault_port_cut(const struct ropcie_dev *dev)
+{
+	return READ_ONCE(dev->faults.port_cut);
+}
+
 bool __ropcie_fault_verb(struct ropcie_dev *dev, enum ropcie_fault_verb verb)
 {
 	return ropcie_fault_strikes(&dev->faults.verb[verb],
@@ -444,13 +449,15 @@ static void ropcie_fault_qp_event(struct ropcie_qp *qp,
 }
 
 /*
- * Move every QP of @dev that uses @cq (any, when NULL) to error: what a
- * device does to them on a CQ error it reports, or on a fatal error of
- * its own. (A CQ that overruns, for real or by fail_cq_overrun, moves
- * only the QP whose completion it lost: ropcie_cq_push().)
+ * Call @fn for every QP of @dev that uses @cq (any, when NULL), holding
+ * a reference: ropcie_qp_set_error() on a CQ error the device reports
+ * or a fatal error of its own (a CQ that overruns, for real or by
+ * fail_cq_overrun, moves only the QP whose completion it lost:
+ * ropcie_cq_push()), ropcie_qp_kick() when the port is cut.
  */
-static void ropcie_fault_qps_to_error(struct ropcie_dev *dev,
-				      struct ropcie_cq *cq)
+static void ropcie_fault_qps_apply(struct ropcie_dev *dev,
+				   struct ropcie_cq *cq,
+				   void (*fn)(struct ropcie_qp *qp))
 {
 	struct ropcie_qp *qp;
 	unsigned long index;
@@ -461,7 +468,7 @@ static void ropcie_fault_qps_to_error(struct ropcie_dev *dev,
 			continue;
 		ropcie_qp_get(qp);
 		xa_unlock_irq(&dev->qp_xa);
-		ropcie_qp_set_error(qp);
+		fn(qp);
 		ropcie_qp_put(qp);
 		xa_lock_irq(&dev->qp_xa);
 	}
@@ -479,9 +486,31 @@ static int ropcie_fault_cq_err(struct ropcie_dev *dev, u32 cqn)
 		return PTR_ERR(res);
 	ibcq = container_of(res, struct ib_cq, res);
 	ropcie_cq_error(to_rcq(ibcq), "injected CQ error");
-	ropcie_fault_qps_to_error(dev, to_rcq(ibcq));
+	ropcie_fault_qps_apply(dev, to_rcq(ibcq), ropcie_qp_set_error);
 	rdma_restrack_put(res);
 	return 0;
+}
+
+/*
+ * How long requests still go through a port after event port_err: an RC
+ * requester's retries (its local ACK timeout times its retry count, as
+ * ULPs set them) run out after about this long.
+ */
+#define ROPCIE_PORT_RETRY_MS	1000
+
+/*
+ * The retries through the DOWN port ran out: requests fail from now on,
+ * and a SEND that waits for the peer's receive is woken to fail.
+ */
+static void ropcie_fault_port_cut_work(struct work_struct *work)
+{
+	struct ropcie_faults *f = container_of(to_delayed_work(work),
+					       struct ropcie_faults,
+					       port_cut_work);
+	struct ropcie_dev *dev = container_of(f, struct ropcie_dev, faults);
+
+	if (ropcie_port_cut(dev))
+		ropcie_fault_qps_apply(dev, NULL, ropcie_qp_kick);
 }
 
 enum ropcie_fault_event {
@@ -545,9 +574,19 @@ static int ropcie_fault_event(struct ropcie_dev *dev,
 	case ROPCIE_EV_CQ_ERR:
 		return ropcie_fault_cq_err(dev, num);
 	case ROPCIE_EV_PORT_ERR:
+		/*
+		 * The handlers hear PORT_ERR (from ib_wq) before the port
+		 * is cut, as on hardware, where requests fail only once
+		 * their retries ran out.
+		 */
+		static_branch_enable(&ropcie_fault_armed);
 		ropcie_set_port_state(dev, IB_PORT_DOWN);
+		flush_workqueue(ib_wq);
+		mod_delayed_work(system_wq, &dev->faults.port_cut_work,
+				 msecs_to_jiffies(ROPCIE_PORT_RETRY_MS));
 		return 0;
 	case ROPCIE_EV_PORT_ACTIVE:
+		cancel_delayed_work(&dev->faults.port_cut_work);
 		ropcie_set_port_state(dev, IB_PORT_ACTIVE);
 		return 0;
 	case ROPCIE_EV_DEVICE_FATAL:
@@ -558,7 +597,7 @@ static int ropcie_fault_event(struct ropcie_dev *dev,
 		 */
 		ropcie_port_event(dev, IB_EVENT_DEVICE_FATAL);
 		flush_workqueue(ib_wq);
-		ropcie_fault_qps_to_error(dev, NULL);
+		ropcie_fault_qps_apply(dev, NULL, ropcie_qp_set_error);
 		return 0;
 	}
 	return -EINVAL;
@@ -626,6 +665,7 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 	f->wc_opcode = -1;
 	f->wc_qpn = -1;
 	f->wc_status = IB_WC_RETRY_EXC_ERR;
+	INIT_DELAYED_WORK(&f->port_cut_work, ropcie_fault_port_cut_work);
 	f->dir = debugfs_create_dir(dev_name(&dev->ibdev.dev), ropcie_debugfs);
 
 	wc = debugfs_create_dir("fail_wc", f->dir);
@@ -701,9 +741,16 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 				   &f->cq_delay_us, &ropcie_fault_cq_delay_fops);
 }
 
-/* Waits for the writers of the device's files to return. */
+/* Waits for the writers of the device's files to return, then a cut. */
 void ropcie_fault_remove(struct ropcie_dev *dev)
 {
-	debugfs_remove_recursive(dev->faults.dir);
-	dev->faults.dir = NULL;
+	struct ropcie_faults *f = &dev->faults;
+
+	/* NULL before ropcie_fault_add(): registration failed. */
+	if (!f->dir)
+		return;
+	/* No write of event is left, so no cut can be queued after this. */
+	debugfs_remove_recursive(f->dir);
+	f->dir = NULL;
+	cancel_delayed_work_sync(&f->port_cut_work);
 }

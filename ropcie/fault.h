@@ -91,6 +91,9 @@ struct ropcie_fault_choice_file {
  * @overrun_opcode: fail_cq_overrun/opcode: as @wc_opcode
  * @overrun_qpn: fail_cq_overrun/qpn: as @wc_qpn
  * @overrun_opcode_file: fail_cq_overrun/opcode's words
+ * @port_cut: event port_err took the port down and its retries ran out:
+ *	it carries nothing until it is ACTIVE again
+ * @port_cut_work: sets @port_cut ROPCIE_PORT_RETRY_MS after port_err
  */
 struct ropcie_faults {
 	struct dentry *dir;
@@ -115,6 +118,8 @@ struct ropcie_faults {
 	int overrun_opcode;
 	int overrun_qpn;
 	struct ropcie_fault_choice_file overrun_opcode_file;
+	bool port_cut;
+	struct delayed_work port_cut_work;
 };
 
 /* The longest cq_delay_us: a ULP's own timeouts are seconds long. */
@@ -148,6 +153,7 @@ int __ropcie_fault_connect(struct ropcie_dev *dev, u16 port);
 bool __ropcie_fault_respond(struct ropcie_qp *tqp, int op,
 			    enum ib_wc_status *status);
 bool __ropcie_fault_cq_overrun(struct ropcie_dev *dev, const struct ib_wc *wc);
+bool __ropcie_fault_port_cut(const struct ropcie_dev *dev);
 
 /**
  * ropcie_fault_wc() - fail a completion that would succeed, if asked to
@@ -165,6 +171,15 @@ static inline void ropcie_fault_wc(struct ropcie_qp *qp,
 	if (ropcie_fault_on() &&
 	    *status == IB_WC_SUCCESS)
 		__ropcie_fault_wc(qp, opcode, status);
+}
+
+/*
+ * True while event port_err holds @dev's port down, once its retries ran
+ * out: a request gets no answer and a connection request reaches nobody.
+ */
+static inline bool ropcie_fault_port_cut(const struct ropcie_dev *dev)
+{
+	return ropcie_fault_on() && __ropcie_fault_port_cut(dev);
 }
 
 /* True when @verb is to fail now (fail_<verb>/). */

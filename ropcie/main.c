@@ -432,7 +432,9 @@ static void __ropcie_set_port_state(struct ropcie_dev *dev,
 				    enum ib_port_state state)
 {
 	lockdep_assert_held(&ropcie_devices_lock);
-	dev->port_state = state;
+	if (state == IB_PORT_ACTIVE)
+		WRITE_ONCE(dev->faults.port_cut, false);
+	WRITE_ONCE(dev->port_state, state);
 	ropcie_port_event(dev, state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
 							 IB_EVENT_PORT_ERR);
 }
@@ -444,12 +446,34 @@ static void __ropcie_set_port_state(struct ropcie_dev *dev,
  *
  * query_port reports @state from here on, and the ULPs hear of it
  * (PORT_ACTIVE or PORT_ERR), as on a carrier change of its netdev.
+ * ACTIVE also ends a cut of event port_err (ropcie_port_cut()).
  */
 void ropcie_set_port_state(struct ropcie_dev *dev, enum ib_port_state state)
 {
 	mutex_lock(&ropcie_devices_lock);
 	__ropcie_set_port_state(dev, state);
 	mutex_unlock(&ropcie_devices_lock);
+}
+
+/**
+ * ropcie_port_cut() - the DOWN port stops carrying anything
+ * @dev: the device
+ *
+ * For event port_err (fault.c), once the retries ran out: a port that is
+ * ACTIVE again by then stays as it is.
+ *
+ * Return: true when the port is cut.
+ */
+bool ropcie_port_cut(struct ropcie_dev *dev)
+{
+	bool cut;
+
+	mutex_lock(&ropcie_devices_lock);
+	cut = dev->port_state == IB_PORT_DOWN;
+	if (cut)
+		WRITE_ONCE(dev->faults.port_cut, true);
+	mutex_unlock(&ropcie_devices_lock);
+	return cut;
 }
 
 static int ropcie_netdev_event(struct notifier_block *nb, unsigned long event,

@@ -86,6 +86,12 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 		wc->status = st;
 		return 0;
 	}
+	/* Nothing answers through a cut port: the retries run out. */
+	if (ropcie_fault_port_cut(qp->dev)) {
+		ropcie_segs_put(&local);
+		wc->status = IB_WC_RETRY_EXC_ERR;
+		return 0;
+	}
 	req.len = local.total;
 	transport = READ_ONCE(qp->transport);
 	ret = transport->transfer(qp, &req, &local, may_sleep, &st);
@@ -117,8 +123,8 @@ int ropcie_request(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
  *
  * Return: 0 when sent, -EBUSY when the transport has as many in flight
  * as it takes, another error when @sqe must run through ropcie_request()
- * (not a WRITE or SEND, no post, a local error for ropcie_request() to
- * report).
+ * (not a WRITE or SEND, no post, a cut port or a local error for
+ * ropcie_request() to report).
  */
 int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 			bool may_sleep)
@@ -129,7 +135,7 @@ int ropcie_request_post(struct ropcie_qp *qp, const struct ropcie_sqe *sqe,
 	int ret;
 
 	if (!transport->post || !ropcie_req_of(sqe, &req) ||
-	    req.op == ROPCIE_OP_READ)
+	    req.op == ROPCIE_OP_READ || ropcie_fault_port_cut(qp->dev))
 		return -EOPNOTSUPP;
 	if (ropcie_segs_get(qp, sqe->sge, sqe->num_sge, false, &local) !=
 	    IB_WC_SUCCESS)

@@ -46,10 +46,11 @@ int ropcie_query_port(struct ib_device *ibdev, u32 port,
 {
 	struct ropcie_dev *dev = to_rdev(ibdev);
 	struct net_device *ndev = dev->netdev;
+	enum ib_port_state state = READ_ONCE(dev->port_state);
 
 	memset(attr, 0, sizeof(*attr));
-	attr->state = dev->port_state;
-	attr->phys_state = dev->port_state == IB_PORT_ACTIVE ?
+	attr->state = state;
+	attr->phys_state = state == IB_PORT_ACTIVE ?
 			   IB_PORT_PHYS_STATE_LINK_UP :
 			   IB_PORT_PHYS_STATE_DISABLED;
 	attr->max_mtu = IB_MTU_4096;

@@ -443,33 +443,48 @@ def test_connect_fault_fails_that_request_only(pool, faults, answer):
     listener and gets answer (timeout: none, until connect_timeout_ms);
     the client fails with what it makes of that and moved no byte, the
     server still listens and serves the next client."""
+    srv, cli, took = failed_connect(
+        pool, lambda port: ropcie.arm_fail_connect(faults, answer,
+                                                   port=port))
+    assert_failed(cli, CONNECT_ANSWERS[answer])
+    # timeout: when connect_timeout_ms answers; the others at once.
+    assert (took >= CONNECT_TIMEOUT_MS / 1000) == (answer == "timeout"), took
+    assert ropcie.read(faults / "fail_connect" / "times") == "0"
+    serve_next_client(pool, srv)
+
+
+def failed_connect(pool, arm=None):
+    """A server listening on ropcie0 and a client whose connection request
+    fails, with connect_timeout_ms at CONNECT_TIMEOUT_MS (arm(port) arms
+    a fault first, when given): the server, the client, which moved no
+    byte, and the seconds it took."""
     saved = ropcie.read_params("connect_timeout_ms")
     ropcie.set_params(connect_timeout_ms=CONNECT_TIMEOUT_MS)
     try:
         srv, cli = ping_pair(pool, 3)
         srv.start()
         srv.expect_state("listening")
-        port = int(srv.get("port"))
-        ropcie.arm_fail_connect(faults, answer, port=port)
+        if arm:
+            arm(int(srv.get("port")))
         t0 = time.monotonic()
         cli.start()
         assert cli.wait_end() == "failed"
         took = time.monotonic() - t0
-        assert_failed(cli, CONNECT_ANSWERS[answer])
-        assert not any(cli.stats().values()), cli.describe()
-        # timeout: when connect_timeout_ms answers; the others at once.
-        assert (took >= CONNECT_TIMEOUT_MS / 1000) == (answer == "timeout"), \
-            took
-        assert ropcie.read(faults / "fail_connect" / "times") == "0"
-        assert srv.state == "listening", srv.describe()
-        cli2 = pool.session("c", role="client", addr=ADDR,
-                            port=port, count=3, size=SIZE, validate=1)
-        cli2.start()
-        assert (cli2.wait_end(), srv.wait_end()) == ("done", "done"), \
-            f"{srv.describe()} | {cli2.describe()}"
-        assert srv.stats() == ping_stats("server", 3, SIZE), srv.describe()
     finally:
         ropcie.set_params(**saved)
+    assert not any(cli.stats().values()), cli.describe()
+    assert srv.state == "listening", srv.describe()
+    return srv, cli, took
+
+
+def serve_next_client(pool, srv):
+    """The server of failed_connect() serves a client to its end."""
+    cli = pool.session("c", role="client", addr=ADDR, port=srv.get("port"),
+                       count=3, size=SIZE, validate=1)
+    cli.start()
+    assert (cli.wait_end(), srv.wait_end()) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    assert srv.stats() == ping_stats("server", 3, SIZE), srv.describe()
 
 
 def test_connect_fault_for_another_port_leaves_the_pair_alone(pool, faults):
@@ -482,18 +497,63 @@ def test_connect_fault_for_another_port_leaves_the_pair_alone(pool, faults):
     assert ropcie.read(faults / "fail_connect" / "times") == "1"
 
 
+# ropcie/fault.c: ROPCIE_PORT_RETRY_MS, the port is cut this long after
+# port_err.
+PORT_RETRY_S = 1.0
+
+
 def test_port_goes_down_and_up(pool, faults):
-    """port_err: the port is DOWN and both sides end with -ENETDOWN;
-    port_active: ACTIVE again and a pair runs."""
+    """port_err: the port is DOWN and both sides end with -ENETDOWN (they
+    hear PORT_ERR before a request could fail); once the port is cut, a
+    client that connects through it reaches nobody and fails -ETIMEDOUT
+    when connect_timeout_ms ends its request, while a server still
+    listens. port_active: ACTIVE again, and that server serves the next
+    client."""
     srv, cli = running_pair(pool)
     ropcie.write(faults / "event", "port_err")
+    cut = time.monotonic() + PORT_RETRY_S
     assert not ropcie.port_active()
     for s in (srv, cli):
         assert s.wait_end() == "failed"
         assert_failed(s, E.ENETDOWN)
+    # Twice the retry time: the cut is a delayed work's, and TCG is slow.
+    time.sleep(max(0.0, cut + PORT_RETRY_S - time.monotonic()))
+    srv, cli, took = failed_connect(pool)
+    assert_failed(cli, E.ETIMEDOUT)
+    assert took >= CONNECT_TIMEOUT_MS / 1000, took
     ropcie.write(faults / "event", "port_active")
     assert ropcie.port_active()
-    clean_pair(pool)
+    serve_next_client(pool, srv)
+
+
+def test_cut_port_fails_a_send_that_waits_for_a_receive(faults, tmp_path):
+    """A user's SEND waits on its QP's worker for the peer's receive (the
+    peer posts none yet) when the port is cut, a second after port_err:
+    it completes with RETRY_EXC_ERR, the QP goes to error and flushes the
+    next SEND, and the peer's receives, posted later, are flushed with no
+    byte landed."""
+    need_pyverbs()
+    port, go = krping.next_port(), tmp_path / "post-receives"
+    srv = uverbs_peer.start("server", ADDR, port, go)
+    cli = None
+    try:
+        assert uverbs_peer.first_line(srv) == {"listening": True}
+        cli = uverbs_peer.start("client", ADDR, port)
+        assert uverbs_peer.first_line(cli) == {"posted": "mr_lkey"}
+        ropcie.write(faults / "event", "port_err")
+        res = uverbs_peer.result(cli)
+        go.touch()
+        out = uverbs_peer.result(srv)
+    finally:
+        for p in (srv, cli):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    assert res["mr_lkey"]["status"] == uverbs_peer.WC_RETRY_EXC_ERR, res
+    assert res["dma_lkey"]["status"] == uverbs_peer.WC_WR_FLUSH_ERR, res
+    assert [out[k]["status"] for k in ("first", "second")] == \
+        [uverbs_peer.WC_WR_FLUSH_ERR] * 2, out
+    assert not out["data_ok"], out
 
 
 def test_device_fatal_ends_every_connection(pool, faults):

@@ -50,6 +50,8 @@ import pytest
 
 from lib import abi, bed, env, krping, perftest, ropcie, uverbs_peer
 from lib.ropcie import PROFILE, parse_profile
+from lib.uverbs_peer import (WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR,
+                             WC_SEND, WC_RDMA_WRITE)
 from lib.pci_link import Side, pci_name, sides
 from lib.remote import SshRemote
 
@@ -1473,9 +1475,6 @@ def test_sends_the_credit_covers_fly_together(hosts, started, capsys):
     assert SEND_BW_ITERS // 2 <= credited, credited
 
 
-# ibv_wc_status, ibv_wc_opcode
-WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
-WC_SEND, WC_RDMA_WRITE = 0, 1
 
 
 def late_receiver(hosts, started, role, *args):

@@ -19,6 +19,7 @@ from lib import krping, ropcie, uverbs_peer
 from lib.krping import ping_stats
 from lib.ropcie import ADDR, ROPCIE_DEV, ensure_setup, teardown_setup
 from lib.rping import RPING, Rping
+from lib.uverbs_peer import WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR
 
 COUNT = 10
 SIZES = [64, 4096, 65535]       # rping takes 23..65535
@@ -29,8 +30,6 @@ SIZES_ONE = krping.representatives(sorted(SIZES, reverse=True),
 NOBODY = 65534
 # ROPCIE_MAX_USER_QP (ropcie/ropcie.h): user QPs a device holds at most.
 MAX_USER_QP = 128
-# ibv_wc_status
-WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
 
 
 @pytest.fixture(scope="module", autouse=True)

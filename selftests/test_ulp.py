@@ -29,6 +29,7 @@ loaded it (lib/ropcie.py: REQUIRED).
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -247,12 +248,27 @@ def end_recovery(faults, kmsg, fio):
 
 def assert_recovered(kmsg, attempts, side, victim, job, ctrl):
     """After a fault broke the I/O queue's QP victim (of module side):
-    nvme-rdma reconnected once, in attempts attempts, the QP is gone, fio
-    moved every byte both ways, and the controller is live."""
-    reconnected = [ln for ln in kmsg.read()
-                   if "Successfully reconnected" in ln]
-    assert len(reconnected) == 1 and \
-        f"({attempts} attempts)" in reconnected[0], reconnected
+    nvme-rdma reconnected once, after a number of attempts in attempts
+    (a range), and no command timed out; the QP is gone, fio moved every
+    byte both ways, and the controller is live."""
+    def reconnected():
+        kmsg.read()
+        return any("Successfully reconnected" in ln for ln in kmsg.seen)
+    # fio may have ended before the fault broke the queue (the port's
+    # cut comes a second after port_err): the reconnect follows.
+    krping.wait_for(reconnected, timeout=krping.SHORT_TIMEOUT,
+                    what="nvme-rdma's reconnect")
+    lines = kmsg.seen
+    # The fault's error started the recovery, not a command's timeout
+    # (nvme_rdma_timeout()), which a fault that left the QP alone ends in.
+    timeouts = [ln for ln in lines if "QID" in ln and
+                ln.rstrip().endswith("timeout")]
+    assert not timeouts, timeouts
+    reconnected = [ln for ln in lines if "Successfully reconnected" in ln]
+    assert len(reconnected) == 1, reconnected
+    took = re.search(r"\((\d+) attempts\)", reconnected[0])
+    assert took and int(took[1]) in attempts, \
+        f"{reconnected[0]}: not {attempts} attempts"
     assert victim not in ulp_qpns(side), \
         f"{side}'s QP {victim} is still there: no reconnect"
     assert job["write"]["io_bytes"] == FIO_BYTES, job["write"]
@@ -276,7 +292,8 @@ def fio_result(proc, timeout):
 # every block fio wrote must read back as written. (side, how, opcode,
 # status, refusals): the fault strikes a QP of side (its I/O queue's),
 # through fail_wc, fail_respond (side's QP refuses what is asked of it),
-# fail_cq_overrun or an event.
+# fail_cq_overrun, an event, or the port, which goes DOWN mid-write and
+# comes back after the host's first reconnect attempt failed.
 NVME_FAULTS = {
     # The host's I/O queue: its 21st command SEND fails, as when the
     # target stops acknowledging.
@@ -302,7 +319,27 @@ NVME_FAULTS = {
     # reconnect (its admin queue's connect).
     "target_qp_fatal_reconnect_refused": ("nvmet_rdma", "event", None,
                                           "qp_fatal", 2),
+    # The port goes DOWN mid-write (event port_err): the host's next
+    # command finds no answer (RETRY_EXC_ERR) and its reconnects time
+    # out until the port is ACTIVE again.
+    "port_down_up": ("nvme_rdma", "port", None, None, 0),
 }
+# How long a connection request through the cut port waits for its
+# answer (ropcie's connect_timeout_ms): a reconnect attempt then fails.
+PORT_DOWN_CONNECT_MS = 1000
+
+
+def port_down_until_a_reconnect_failed(faults, kmsg):
+    """The port DOWN until nvme-rdma reports a failed reconnect attempt,
+    then ACTIVE again."""
+    ropcie.write(faults / "event", "port_err")
+    try:
+        krping.wait_for(lambda: any("Failed reconnect attempt" in ln
+                                    for ln in kmsg.read()),
+                        timeout=krping.SHORT_TIMEOUT,
+                        what="a failed reconnect attempt")
+    finally:
+        ropcie.write(faults / "event", "port_active")
 
 
 # ropcie's path to a fault is the same on every kernel, and nvme-rdma's
@@ -313,17 +350,19 @@ NVME_FAULTS = {
 def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
     """nvme-rdma to nvmet-rdma over ropcie0 with fio writing and
     verifying 8 MiB: a fault of ropcie's (fail_wc, fail_respond,
-    fail_cq_overrun or an event) breaks one I/O queue's connection
-    mid-write; the host reconnects (its I/O queue is a new QP), fio's
-    verification finds every block intact, and nothing is left behind.
-    nvme-rdma reports the attempts its reconnect took: one more than the
-    connection requests refused."""
+    fail_cq_overrun, an event, or the port down and up) breaks one I/O
+    queue's connection mid-write; the host reconnects (its I/O queue is
+    a new QP), fio's verification finds every block intact, and nothing
+    is left behind. nvme-rdma reports the attempts its reconnect took:
+    one more than the connection requests refused, or two or three after
+    the port (one attempt failed through it, the next may have begun)."""
     if not os.access(FIO, os.X_OK):
         ropcie.missing(f"{FIO} not installed (package fio)")
     modprobe("nvmet", "nvmet_rdma", "nvme_rdma")
     side, how, opcode, status, refusals = NVME_FAULTS[fault]
     faults = ropcie.fault_dir()
     ropcie.faults_off(faults)
+    saved = ropcie.read_params("connect_timeout_ms")
     before = krping.rdma_resource_counts()
     backing = Path(f"/tmp/krping-nvmet-{os.getpid()}.img")
     with open(backing, "wb") as f:
@@ -354,20 +393,29 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
             ropcie.arm_fail_cq_overrun(faults, opcode=opcode, qpn=victim,
                                        space=20)
         fio = fio_verify(dev)
-        if how == "event":
+        if how in ("event", "port"):
             krping.wait_for(lambda: nvme_writes() >= 20,
                             timeout=krping.SHORT_TIMEOUT,
                             what="20 writes on the namespace")
+        if how == "event":
             ropcie.write(faults / "event", f"{status} {victim}")
+        elif how == "port":
+            ropcie.set_params(connect_timeout_ms=PORT_DOWN_CONNECT_MS)
+            port_down_until_a_reconnect_failed(faults, kmsg)
         job = fio_result(fio, krping.TIMEOUT)
         fio = None
-        if how != "event":
+        if how not in ("event", "port"):
             assert ropcie.read(faults / how / "times") == "0", \
                 "the fault never struck"
         assert ropcie.read(faults / "fail_connect" / "times") == "0"
-        assert_recovered(kmsg, refusals + 1, side, victim, job, ctrl)
+        # One attempt failed through the DOWN port, and another may have
+        # begun before it came back.
+        attempts = range(2, 4) if how == "port" else \
+            range(refusals + 1, refusals + 2)
+        assert_recovered(kmsg, attempts, side, victim, job, ctrl)
     finally:
         end_recovery(faults, kmsg, fio)
+        ropcie.set_params(**saved)
         nvme_teardown(ctrl, target, backing)
     nvme_check_gone(before)
 

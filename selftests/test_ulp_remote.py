@@ -14,7 +14,8 @@ from the target and a read by RDMA WRITE, each across the link.
 Over ropcie, the host then refuses one of the target's RDMA READs of its
 buffers (fail_respond): the refusal crosses the link as the host's
 answer, the target ends the queue and the host reconnects, with fio's
-verification intact.
+verification intact; and the host's port goes down and up mid-write,
+with the same outcome after its reconnects through the cut port failed.
 
 Skipped, with the reason printed, without a remote host or without the
 kernel's NVMe-oF modules on either host.
@@ -30,10 +31,12 @@ import pytest
 from lib import env, krping, ropcie
 from lib.remote import SshRemote
 from lib.ropcie import sh
-from test_ulp import (DATA_BYTES, FIO, NQN, NVME_PORT, assert_recovered,
-                      drop_caches, end_recovery, fio_result, fio_verify,
-                      modprobe, new_namespace, nvme_connect,
-                      nvme_disconnect, ulp_qpns)
+from test_ulp import (DATA_BYTES, FIO, NQN, NVME_PORT,
+                      PORT_DOWN_CONNECT_MS, assert_recovered, drop_caches,
+                      end_recovery, fio_result, fio_verify, modprobe,
+                      new_namespace, nvme_connect, nvme_disconnect,
+                      nvme_writes, port_down_until_a_reconnect_failed,
+                      ulp_qpns)
 
 pytestmark = pytest.mark.two_host
 
@@ -133,15 +136,26 @@ def test_nvmeof_across_hosts(remote):
     assert not left, f"left on the remote host: {left}"
 
 
-def test_nvmeof_across_hosts_recovers_from_a_refusal(remote):
+# What this host does to the I/O queue's QP mid-write: refuse the
+# target's 21st RDMA READ of its buffers (fail_respond), or take its port
+# down until a reconnect attempt failed through it, then up.
+CROSS_LINK_FAULTS = ("host_refuses_a_target_read", "port_down_up")
+
+
+@pytest.mark.parametrize("fault", CROSS_LINK_FAULTS)
+def test_nvmeof_across_hosts_recovers_from_a_fault(remote, fault):
     """nvme-rdma here to nvmet-rdma there over ropcie's PCI link, fio
-    writing and verifying 8 MiB on one I/O queue: this host, which owns
-    the write buffers, refuses the target's 21st RDMA READ of them
-    (fail_respond, rem_access_err). The refusal crosses the link as this
-    host's answer and fails the target's READ there; the target ends the
-    queue's connection, nvme-rdma here reconnects at its first attempt,
-    and fio's verification finds every block intact. Nothing is armed on
-    the target's host."""
+    writing and verifying 8 MiB on one I/O queue, and a fault of this
+    host's, with nothing armed on the target's host:
+    host_refuses_a_target_read: this host, which owns the write buffers,
+    refuses the target's 21st RDMA READ of them (fail_respond,
+    rem_access_err); the refusal crosses the link as this host's answer
+    and fails the target's READ there, the target ends the queue's
+    connection, and nvme-rdma here reconnects at its first attempt.
+    port_down_up: this host's port goes down mid-write; its next command
+    gets no answer, and its reconnects time out until the port is up
+    again (two or three attempts). Either way fio's verification finds
+    every block intact."""
     if not ropcie.link_exists():
         pytest.skip("needs ropcie0 on the link (vm-pair --provider ropcie)")
     if not os.access(FIO, os.X_OK):
@@ -149,6 +163,7 @@ def test_nvmeof_across_hosts_recovers_from_a_refusal(remote):
     there, addr = remote
     faults = ropcie.fault_dir()
     ropcie.faults_off(faults)
+    saved = ropcie.read_params("connect_timeout_ms")
     backing = remote_target(there, addr)
     modprobe("nvme_rdma")
     ctrl = fio = kmsg = None
@@ -161,21 +176,31 @@ def test_nvmeof_across_hosts_recovers_from_a_refusal(remote):
         assert len(qpns) >= 2, f"QPs {qpns}"
         victim = qpns[-1]       # the I/O queue: the admin queue's is first
         kmsg = krping.Kmsg()
-        ropcie.arm_fail_respond(faults, opcode="rdma_read",
-                                status="rem_access_err", qpn=victim,
-                                space=20)
+        if fault == "host_refuses_a_target_read":
+            ropcie.arm_fail_respond(faults, opcode="rdma_read",
+                                    status="rem_access_err", qpn=victim,
+                                    space=20)
         fio = fio_verify(dev)
+        if fault == "port_down_up":
+            krping.wait_for(lambda: nvme_writes() >= 20,
+                            timeout=krping.SHORT_TIMEOUT,
+                            what="20 writes on the namespace")
+            ropcie.set_params(connect_timeout_ms=PORT_DOWN_CONNECT_MS)
+            port_down_until_a_reconnect_failed(faults, kmsg)
         job = fio_result(fio, krping.TIMEOUT)
         fio = None
-        assert ropcie.read(faults / "fail_respond" / "times") == "0", \
-            "the fault never struck"
-        assert_recovered(kmsg, 1, "nvme_rdma", victim, job, ctrl)
+        if fault == "host_refuses_a_target_read":
+            assert ropcie.read(faults / "fail_respond" / "times") == "0", \
+                "the fault never struck"
+        assert_recovered(kmsg, range(1, 2) if fault != "port_down_up"
+                         else range(2, 4), "nvme_rdma", victim, job, ctrl)
         armed = there.cmd("mountpoint -q /sys/kernel/debug || mount -t "
                           "debugfs none /sys/kernel/debug; cat /sys/kernel/"
                           "debug/ropcie/ropcie0/fail_*/times").stdout.split()
         assert armed and set(armed) == {"0"}, f"faults armed there: {armed}"
     finally:
         end_recovery(faults, kmsg, fio)
+        ropcie.set_params(**saved)
         if ctrl:
             nvme_disconnect(ctrl)
         there.cmd(target_teardown(backing), check=False)

@@ -880,9 +880,11 @@ def kthread_pids(name):
 
 
 class Kmsg:
-    """Kernel log records written after construction (/dev/kmsg)."""
+    """Kernel log records written after construction (/dev/kmsg); seen
+    holds every one read so far."""
 
     def __init__(self):
+        self.seen = []
         try:
             self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
             os.lseek(self.fd, 0, os.SEEK_END)
@@ -908,6 +910,7 @@ class Kmsg:
             text = msg.split("\n", 1)[0]
             # continuation lines (" KEY=value") are dropped
             lines.append(text)
+        self.seen += lines
         return lines
 
     def close(self):

@@ -47,8 +47,10 @@ def first_line(p, timeout=krping.SHORT_TIMEOUT):
     return json.loads(box[0])
 
 
-# enum ibv_wc_status
-WC_SUCCESS, WC_REM_ACCESS_ERR = 0, 10
+# enum ibv_wc_status, enum ibv_wc_opcode
+WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR = 0, 4, 5
+WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR = 10, 12
+WC_SEND, WC_RDMA_WRITE = 0, 1
 
 
 def pass_sink(srv, sink_file):
