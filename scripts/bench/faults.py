@@ -18,9 +18,11 @@ One row per test and size:
   off, on   the median of the runs in that state (with --out-ko: out,
             off): wlat's median one-way latency (t_typical, usec), bw's
             BW average (MB/s, 2^20)
-  on/off    the ratio of those medians (with --out-ko: off/out)
-  interval  5th to 95th percentile of the ratio over 2000 bootstrap
-            resamples of the runs (bench.bootstrap())
+  on/off    the median of the rounds' ratios (with --out-ko: off/out):
+            each round runs both states back to back, so a drift of the
+            host's speed falls on both runs of a ratio
+  interval  5th to 95th percentile of that median over 2000 bootstrap
+            resamples of the rounds (paired_bootstrap())
   verdict   "no cost" when the whole interval lies within --margin of 1
             on the costly side (latency up to 1 + margin, bandwidth down
             to 1 - margin), "costs" when it lies wholly beyond, else
@@ -34,6 +36,8 @@ faults.txt to --out.
 
 import argparse
 import os
+import random
+import statistics
 import subprocess
 import sys
 import time
@@ -68,6 +72,20 @@ def key_on():
     for name, value in (("qpn", 0xffffff), ("times", 1), ("times", 0),
                         ("qpn", -1)):
         krping.write_text(f"{d}/{name}", value)
+
+
+def paired_bootstrap(lo_runs, hi_runs, seed, n=2000):
+    """The median of the rounds' ratios hi/lo and its 5th to 95th
+    percentile over n resamples of the rounds; None without two rounds
+    that measured both states."""
+    ratios = [h / lo for lo, h in zip(lo_runs, hi_runs)
+              if lo and h is not None]
+    if len(ratios) < 2:
+        return None
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios)))
+                  for _ in range(n))
+    return statistics.median(ratios), meds[n // 20], meds[n - 1 - n // 20]
 
 
 def verdict(test, interval, margin):
@@ -105,21 +123,24 @@ def main():
     other = "out" if args.out_ko else "on"
     runs = {(t, s, st): [] for t, s, _, _, _ in ROWS for st in ("off", other)}
     t0 = time.monotonic()
-    for r in range(args.reps):
-        for state in (("off", other) if r % 2 == 0 else (other, "off")):
-            reload_ropcie(args.out_ko if state == "out"
-                          else os.environ["ROPCIE_KO"])
-            if state == "on":
-                key_on()
-            for test, size, iters, key, _ in ROWS:
-                fig = b.krping(test, size, iters, addr=bench.ROPCIE_ADDR,
-                               poll=True, dev=bench.ROPCIE_DEV)
-                runs[(test, size, state)].append(fig and fig.get(key))
-        log(f"round {r + 1} of {args.reps} done in "
-            f"{time.monotonic() - t0:.0f} s")
-    # The last run's module stays loaded: the one vm-run loaded.
-    reload_ropcie(os.environ["ROPCIE_KO"])
-    bench.ropcie_teardown(None)
+    try:
+        for r in range(args.reps):
+            for state in (("off", other) if r % 2 == 0 else (other, "off")):
+                reload_ropcie(args.out_ko if state == "out"
+                              else os.environ["ROPCIE_KO"])
+                if state == "on":
+                    key_on()
+                for test, size, iters, key, _ in ROWS:
+                    fig = b.krping(test, size, iters,
+                                   addr=bench.ROPCIE_ADDR, poll=True,
+                                   dev=bench.ROPCIE_DEV)
+                    runs[(test, size, state)].append(fig and fig.get(key))
+            log(f"round {r + 1} of {args.reps} done in "
+                f"{time.monotonic() - t0:.0f} s")
+    finally:
+        # The module vm-run loaded stays loaded, however the rounds end.
+        reload_ropcie(os.environ["ROPCIE_KO"])
+        bench.ropcie_teardown(None)
     rows = []
     # The costlier state over the cheaper: on/off, or off/out.
     hi, lo = ("off", "out") if args.out_ko else ("on", "off")
@@ -129,9 +150,8 @@ def main():
         off, on = runs[(test, size, lo)], runs[(test, size, hi)]
         mo = bench.median_of([{key: v} for v in off if v is not None], key)
         mn = bench.median_of([{key: v} for v in on if v is not None], key)
-        ratio = mn / mo if mo and mn is not None else None
-        boot = bench.bootstrap(on, off, "<=1", seed=size)
-        interval = boot[1:] if boot else None
+        boot = paired_bootstrap(off, on, seed=size)
+        ratio, interval = (boot[0], boot[1:]) if boot else (None, None)
         v = verdict(test, interval, args.margin) if interval else "-"
         rows.append({"size": size, "test": test, "iterations": iters,
                      "unit": unit, lo: mo, hi: mn, "ratio": ratio,

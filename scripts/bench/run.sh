@@ -83,7 +83,7 @@ start=$(tb_now)
 # every ktime_get_ns() of krping's samples (perftest reads the TSC itself).
 rc=0
 if [[ $name == bench ]]; then
-	"$TB_DIR/vm-run" --kver "$KVER" --out "$RESULTS/vm-$name" \
+	"$TB_DIR/vm-run" --kver "$KVER" --smp "$SMP" --out "$RESULTS/vm-$name" \
 		--timeout "${KRPING_BENCH_TIMEOUT:-2400}" -- \
 		"${guest[@]}" "$@" || rc=$?
 	out=$RESULTS/vm-$name
