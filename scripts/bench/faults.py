@@ -30,8 +30,8 @@ One row per test and size:
 
 The key-on state is an upper bound of the key-off one: with the key off
 the checks are not executed at all. Normally run by scripts/bench/run.sh
-(KRPING_BENCH_TABLES=faults) in a 6.12 guest; writes faults.json and
-faults.txt to --out.
+(KRPING_BENCH_TABLES=faults) in a 6.12 guest of one vCPU (on two, the
+runs fall in two modes); writes faults.json and faults.txt to --out.
 """
 
 import argparse
