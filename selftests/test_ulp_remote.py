@@ -11,11 +11,11 @@ provider the topology has; the test bed runs it over ropcie's PCI link
 (vm-pair --provider ropcie), where a write moves its data by RDMA READ
 from the target and a read by RDMA WRITE, each across the link.
 
-Over ropcie, the host then refuses one of the target's RDMA READs of its
-buffers (fail_respond): the refusal crosses the link as the host's
-answer, the target ends the queue and the host reconnects, with fio's
-verification intact; and the host's port goes down and up mid-write,
-with the same outcome after its reconnects through the cut port failed.
+Over ropcie, faults then break the I/O queue's connection mid-write, from
+either host (CROSS_LINK_FAULTS): a failed command SEND, a refusal of the
+target's RDMA READ that crosses the link as the host's answer, QP_FATAL
+on the target's QP, the host's port down and up. The host reconnects,
+with fio's verification intact.
 
 Skipped, with the reason printed, without a remote host or without the
 kernel's NVMe-oF modules on either host.
@@ -31,7 +31,7 @@ import pytest
 from lib import env, krping, ropcie
 from lib.remote import SshRemote
 from lib.ropcie import sh
-from test_ulp import (DATA_BYTES, FIO, NQN, NVME_PORT,
+from test_ulp import (CM_IDS, DATA_BYTES, FIO, NQN, NVME_PORT,
                       PORT_DOWN_CONNECT_MS, assert_recovered, drop_caches,
                       end_recovery, fio_result, fio_verify, modprobe,
                       new_namespace, nvme_connect, nvme_disconnect,
@@ -136,26 +136,28 @@ def test_nvmeof_across_hosts(remote):
     assert not left, f"left on the remote host: {left}"
 
 
-# What this host does to the I/O queue's QP mid-write: refuse the
-# target's 21st RDMA READ of its buffers (fail_respond), or take its port
-# down until a reconnect attempt failed through it, then up.
-CROSS_LINK_FAULTS = ("host_refuses_a_target_read", "port_down_up")
+# A fault of the I/O queue's connection mid-write, at its 21st command
+# or answer, or at once for an event: this host's command SEND fails
+# (fail_wc), this host refuses the target's RDMA READ of its buffers
+# (fail_respond), the target's QP gets QP_FATAL there, or this host's
+# port goes down until a reconnect attempt failed through it, then up.
+CROSS_LINK_FAULTS = ("host_send_retry_exc_err", "host_refuses_a_target_read",
+                     "target_qp_fatal", "port_down_up")
+DEBUGFS_THERE = ("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
+                 "/sys/kernel/debug; cd /sys/kernel/debug/ropcie/ropcie0")
 
 
 @pytest.mark.parametrize("fault", CROSS_LINK_FAULTS)
 def test_nvmeof_across_hosts_recovers_from_a_fault(remote, fault):
     """nvme-rdma here to nvmet-rdma there over ropcie's PCI link, fio
-    writing and verifying 8 MiB on one I/O queue, and a fault of this
-    host's, with nothing armed on the target's host:
-    host_refuses_a_target_read: this host, which owns the write buffers,
-    refuses the target's 21st RDMA READ of them (fail_respond,
-    rem_access_err); the refusal crosses the link as this host's answer
-    and fails the target's READ there, the target ends the queue's
-    connection, and nvme-rdma here reconnects at its first attempt.
-    port_down_up: this host's port goes down mid-write; its next command
-    gets no answer, and its reconnects time out until the port is up
-    again (two or three attempts). Either way fio's verification finds
-    every block intact."""
+    writing and verifying 8 MiB on one I/O queue, and a fault of the
+    queue's connection (CROSS_LINK_FAULTS) armed on one host only. The
+    refusal of a target READ is this host's answer: it crosses the link
+    and fails the target's READ there. The target's QP_FATAL ends the
+    queue from there. After the port, this host's reconnects through the
+    cut port time out. nvme-rdma here reconnects (in one attempt, or two
+    or three after the port), the QP that broke is gone, and fio's
+    verification finds every block intact."""
     if not ropcie.link_exists():
         pytest.skip("needs ropcie0 on the link (vm-pair --provider ropcie)")
     if not os.access(FIO, os.X_OK):
@@ -166,7 +168,7 @@ def test_nvmeof_across_hosts_recovers_from_a_fault(remote, fault):
     saved = ropcie.read_params("connect_timeout_ms")
     backing = remote_target(there, addr)
     modprobe("nvme_rdma")
-    ctrl = fio = kmsg = None
+    ctrl = fio = kmsg = target_qp = None
     try:
         devs = set(Path("/dev").glob("nvme*n1"))
         ctrl = nvme_connect(addr, io_queues=1,
@@ -176,27 +178,39 @@ def test_nvmeof_across_hosts_recovers_from_a_fault(remote, fault):
         assert len(qpns) >= 2, f"QPs {qpns}"
         victim = qpns[-1]       # the I/O queue: the admin queue's is first
         kmsg = krping.Kmsg()
-        if fault == "host_refuses_a_target_read":
+        if fault == "host_send_retry_exc_err":
+            ropcie.arm_fail_wc(faults, opcode="send", status="retry_exc_err",
+                               qpn=victim, space=20)
+        elif fault == "host_refuses_a_target_read":
             ropcie.arm_fail_respond(faults, opcode="rdma_read",
                                     status="rem_access_err", qpn=victim,
                                     space=20)
         fio = fio_verify(dev)
-        if fault == "port_down_up":
+        if fault in ("target_qp_fatal", "port_down_up"):
             krping.wait_for(lambda: nvme_writes() >= 20,
                             timeout=krping.SHORT_TIMEOUT,
                             what="20 writes on the namespace")
+        if fault == "target_qp_fatal":
+            target_qp = ulp_qpns("nvmet_rdma", there.cmd(CM_IDS).stdout)[-1]
+            there.cmd(f"{DEBUGFS_THERE} && echo 'qp_fatal {target_qp}' "
+                      "> event")
+        elif fault == "port_down_up":
             ropcie.set_params(connect_timeout_ms=PORT_DOWN_CONNECT_MS)
             port_down_until_a_reconnect_failed(faults, kmsg)
         job = fio_result(fio, krping.TIMEOUT)
         fio = None
-        if fault == "host_refuses_a_target_read":
-            assert ropcie.read(faults / "fail_respond" / "times") == "0", \
-                "the fault never struck"
-        assert_recovered(kmsg, range(1, 2) if fault != "port_down_up"
-                         else range(2, 4), "nvme_rdma", victim, job, ctrl)
-        armed = there.cmd("mountpoint -q /sys/kernel/debug || mount -t "
-                          "debugfs none /sys/kernel/debug; cat /sys/kernel/"
-                          "debug/ropcie/ropcie0/fail_*/times").stdout.split()
+        for how in ("fail_wc", "fail_respond"):
+            assert ropcie.read(faults / how / "times") == "0", \
+                f"{how} never struck"
+        port_cut = fault == "port_down_up"
+        assert_recovered(kmsg, range(2, 4) if port_cut else range(1, 2),
+                         "nvme_rdma", victim, job, ctrl, port_cut)
+        if target_qp is not None:
+            assert target_qp not in ulp_qpns(
+                "nvmet_rdma", there.cmd(CM_IDS).stdout), \
+                f"the target's QP {target_qp} is still there"
+        armed = there.cmd(f"{DEBUGFS_THERE} && cat fail_*/times"
+                          ).stdout.split()
         assert armed and set(armed) == {"0"}, f"faults armed there: {armed}"
     finally:
         end_recovery(faults, kmsg, fio)

@@ -4,8 +4,8 @@
 # Usage: scripts/testbed/debug-kernel.sh [--flavour kasan|kcsan] [--release]
 # Build (once) one of the test bed's debug kernels from Debian's
 # linux-source-6.12: x86_64_defconfig + kvm_guest.config +
-# scripts/testbed/debug.config (KUnit, rxe, siw, NTB, 9p root built in,
-# the common checkers) + the flavour's fragment debug-<flavour>.config,
+# scripts/testbed/debug.config (KUnit, rxe, siw, NTB, NVMe-oF over RDMA,
+# 9p root built in, the common checkers) + the flavour's fragment debug-<flavour>.config,
 # with the fixes in scripts/testbed/patches/*.patch applied to the source:
 #   kasan (default)  KASAN, UBSAN, lockdep, kmemleak, debug objects, fault
 #                    injection; release 6.12.<n>-kdebug (make check)
@@ -129,7 +129,7 @@ for opt in "${checkers[@]}" DEBUG_ATOMIC_SLEEP \
 	UNWINDER_FRAME_POINTER HZ_250; do
 	grep -q "^CONFIG_$opt=y" "$build/.config" || tb_die "CONFIG_$opt=y did not stick (see $build/.config)"
 done
-for opt in INFINIBAND RDMA_RXE RDMA_SIW NTB VETH; do
+for opt in INFINIBAND RDMA_RXE RDMA_SIW NTB VETH NVME_RDMA NVME_TARGET_RDMA; do
 	grep -q "^CONFIG_$opt=[ym]" "$build/.config" || tb_die "CONFIG_$opt did not stick (see $build/.config)"
 done
 tb_log "configured in $(tb_elapsed "$t1") s; building with -j$jobs (log $log)"
