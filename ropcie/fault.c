@@ -20,8 +20,8 @@
  * Each fail_* directory decides when to strike as the kernel's fault
  * attributes do (probability, interval, times, space, verbose), without
  * CONFIG_FAULT_INJECTION, which Debian's kernels lack. Until a fault is
- * first armed or a delay first set, a static key keeps the data path's
- * checks out of it.
+ * first armed, a delay first set or the port first taken down by
+ * port_err, a static key keeps the data path's checks out of it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -509,7 +509,7 @@ static void ropcie_fault_port_cut_work(struct work_struct *work)
 					       port_cut_work);
 	struct ropcie_dev *dev = container_of(f, struct ropcie_dev, faults);
 
-	if (ropcie_port_cut(dev))
+	if (ropcie_port_cut_if_down(dev))
 		ropcie_fault_qps_apply(dev, NULL, ropcie_qp_kick);
 }
 
@@ -586,7 +586,6 @@ static int ropcie_fault_event(struct ropcie_dev *dev,
 				 msecs_to_jiffies(ROPCIE_PORT_RETRY_MS));
 		return 0;
 	case ROPCIE_EV_PORT_ACTIVE:
-		cancel_delayed_work(&dev->faults.port_cut_work);
 		ropcie_set_port_state(dev, IB_PORT_ACTIVE);
 		return 0;
 	case ROPCIE_EV_DEVICE_FATAL:
@@ -651,6 +650,19 @@ static const struct file_operations ropcie_fault_event_fops = {
 };
 
 /**
+ * ropcie_fault_init() - a new device's faults, before it is registered
+ * @dev: the device
+ *
+ * Its port's netdev may change state at once: the cut a port_err leaves
+ * pending is ready to be called off.
+ */
+void ropcie_fault_init(struct ropcie_dev *dev)
+{
+	INIT_DELAYED_WORK(&dev->faults.port_cut_work,
+			  ropcie_fault_port_cut_work);
+}
+
+/**
  * ropcie_fault_add() - the debugfs directory of a registered device
  * @dev: the device; its faults are all off
  *
@@ -665,7 +677,6 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 	f->wc_opcode = -1;
 	f->wc_qpn = -1;
 	f->wc_status = IB_WC_RETRY_EXC_ERR;
-	INIT_DELAYED_WORK(&f->port_cut_work, ropcie_fault_port_cut_work);
 	f->dir = debugfs_create_dir(dev_name(&dev->ibdev.dev), ropcie_debugfs);
 
 	wc = debugfs_create_dir("fail_wc", f->dir);
@@ -741,14 +752,14 @@ void ropcie_fault_add(struct ropcie_dev *dev)
 				   &f->cq_delay_us, &ropcie_fault_cq_delay_fops);
 }
 
-/* Waits for the writers of the device's files to return, then a cut. */
+/*
+ * Waits for the writers of the device's files to return, then for a
+ * port_err's cut still to come.
+ */
 void ropcie_fault_remove(struct ropcie_dev *dev)
 {
 	struct ropcie_faults *f = &dev->faults;
 
-	/* NULL before ropcie_fault_add(): registration failed. */
-	if (!f->dir)
-		return;
 	/* No write of event is left, so no cut can be queued after this. */
 	debugfs_remove_recursive(f->dir);
 	f->dir = NULL;

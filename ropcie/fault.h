@@ -132,7 +132,8 @@ DECLARE_STATIC_KEY_FALSE(ropcie_fault_armed);
  * KCFLAGS=-DROPCIE_FAULT_CHECKS=0 compiles the data path's checks out,
  * for make bench's measure of what they cost (scripts/bench/faults.py).
  * The debugfs files stay: arming a fail_* directory or cq_delay_us then
- * changes nothing, while the event file still acts.
+ * changes nothing, and the event file raises events and changes states
+ * but cuts no port.
  */
 #ifndef ROPCIE_FAULT_CHECKS
 #define ROPCIE_FAULT_CHECKS 1
@@ -242,6 +243,7 @@ static inline bool ropcie_fault_cq_overrun(struct ropcie_dev *dev,
 	return ropcie_fault_on() && __ropcie_fault_cq_overrun(dev, wc);
 }
 
+void ropcie_fault_init(struct ropcie_dev *dev);
 void ropcie_fault_add(struct ropcie_dev *dev);
 void ropcie_fault_remove(struct ropcie_dev *dev);
 

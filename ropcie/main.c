@@ -353,6 +353,7 @@ static int ropcie_newlink(const char *name, struct net_device *netdev)
 	}
 	ibdev = &dev->ibdev;
 	INIT_LIST_HEAD(&dev->list);
+	ropcie_fault_init(dev);
 	/*
 	 * Keys are looked up in any context, a link's doorbell interrupt
 	 * among them (ropcie_mr_get()): both tables' locks (one lockdep
@@ -432,8 +433,11 @@ static void __ropcie_set_port_state(struct ropcie_dev *dev,
 				    enum ib_port_state state)
 {
 	lockdep_assert_held(&ropcie_devices_lock);
-	if (state == IB_PORT_ACTIVE)
+	if (state == IB_PORT_ACTIVE) {
+		/* A cut still to come is void too. */
+		cancel_delayed_work(&dev->faults.port_cut_work);
 		WRITE_ONCE(dev->faults.port_cut, false);
+	}
 	WRITE_ONCE(dev->port_state, state);
 	ropcie_port_event(dev, state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
 							 IB_EVENT_PORT_ERR);
@@ -446,7 +450,7 @@ static void __ropcie_set_port_state(struct ropcie_dev *dev,
  *
  * query_port reports @state from here on, and the ULPs hear of it
  * (PORT_ACTIVE or PORT_ERR), as on a carrier change of its netdev.
- * ACTIVE also ends a cut of event port_err (ropcie_port_cut()).
+ * ACTIVE also ends a cut of event port_err (ropcie_port_cut_if_down()).
  */
 void ropcie_set_port_state(struct ropcie_dev *dev, enum ib_port_state state)
 {
@@ -456,7 +460,7 @@ void ropcie_set_port_state(struct ropcie_dev *dev, enum ib_port_state state)
 }
 
 /**
- * ropcie_port_cut() - the DOWN port stops carrying anything
+ * ropcie_port_cut_if_down() - a DOWN port stops carrying anything
  * @dev: the device
  *
  * For event port_err (fault.c), once the retries ran out: a port that is
@@ -464,7 +468,7 @@ void ropcie_set_port_state(struct ropcie_dev *dev, enum ib_port_state state)
  *
  * Return: true when the port is cut.
  */
-bool ropcie_port_cut(struct ropcie_dev *dev)
+bool ropcie_port_cut_if_down(struct ropcie_dev *dev)
 {
 	bool cut;
 

@@ -356,7 +356,7 @@ extern unsigned int ropcie_connect_timeout_ms;
 extern bool ropcie_profile;
 void ropcie_port_event(struct ropcie_dev *dev, enum ib_event_type type);
 void ropcie_set_port_state(struct ropcie_dev *dev, enum ib_port_state state);
-bool ropcie_port_cut(struct ropcie_dev *dev);
+bool ropcie_port_cut_if_down(struct ropcie_dev *dev);
 
 enum ropcie_prof_stage {
 	ROPCIE_PROF_POST,	/* post_send, entry to return */

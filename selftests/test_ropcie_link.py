@@ -49,11 +49,11 @@ import time
 import pytest
 
 from lib import abi, bed, env, krping, perftest, ropcie, uverbs_peer
+from lib.pci_link import Side, pci_name, sides
+from lib.remote import SshRemote
 from lib.ropcie import PROFILE, parse_profile
 from lib.uverbs_peer import (WC_SUCCESS, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR,
                              WC_SEND, WC_RDMA_WRITE)
-from lib.pci_link import Side, pci_name, sides
-from lib.remote import SshRemote
 
 pytestmark = pytest.mark.two_host
 
@@ -1473,8 +1473,6 @@ def test_sends_the_credit_covers_fly_together(hosts, started, capsys):
     credited = transport(here)["sends_credited"] - c0
     print(f"# {credited} of {SEND_BW_ITERS} SENDs covered by credit")
     assert SEND_BW_ITERS // 2 <= credited, credited
-
-
 
 
 def late_receiver(hosts, started, role, *args):

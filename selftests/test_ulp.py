@@ -328,9 +328,10 @@ NVME_FAULTS = {
     # reconnect (its admin queue's connect).
     "target_qp_fatal_reconnect_refused": ("nvmet_rdma", "event", None,
                                           "qp_fatal", 2),
-    # The port goes DOWN mid-write (event port_err): the host's next
-    # command finds no answer (RETRY_EXC_ERR) and its reconnects time
-    # out until the port is ACTIVE again.
+    # The port goes DOWN mid-write (event port_err): what the host sends
+    # once the port is cut a second later (fio's next command, or a
+    # keep-alive when fio is done) finds no answer (RETRY_EXC_ERR), and
+    # its reconnects time out until the port is ACTIVE again.
     "port_down_up": ("nvme_rdma", "port", None, None, 0),
 }
 # How long a connection request through the cut port waits for its
@@ -339,8 +340,11 @@ PORT_DOWN_CONNECT_MS = 1000
 
 
 def port_down_until_a_reconnect_failed(faults, kmsg):
-    """The port DOWN until nvme-rdma reports a failed reconnect attempt,
-    then ACTIVE again."""
+    """The port DOWN, with connect_timeout_ms at PORT_DOWN_CONNECT_MS,
+    until nvme-rdma reports a failed reconnect attempt; then ACTIVE, the
+    timeout as it was for the reconnect that follows."""
+    saved = ropcie.read_params("connect_timeout_ms")
+    ropcie.set_params(connect_timeout_ms=PORT_DOWN_CONNECT_MS)
     ropcie.write(faults / "event", "port_err")
     try:
         krping.wait_for(lambda: any("Failed reconnect attempt" in ln
@@ -349,6 +353,7 @@ def port_down_until_a_reconnect_failed(faults, kmsg):
                         what="a failed reconnect attempt")
     finally:
         ropcie.write(faults / "event", "port_active")
+        ropcie.set_params(**saved)
 
 
 # ropcie's path to a fault is the same on every kernel; nvme-rdma's
@@ -372,7 +377,6 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
     side, how, opcode, status, refusals = NVME_FAULTS[fault]
     faults = ropcie.fault_dir()
     ropcie.faults_off(faults)
-    saved = ropcie.read_params("connect_timeout_ms")
     before = krping.rdma_resource_counts()
     backing = Path(f"/tmp/krping-nvmet-{os.getpid()}.img")
     with open(backing, "wb") as f:
@@ -410,7 +414,6 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
         if how == "event":
             ropcie.write(faults / "event", f"{status} {victim}")
         elif how == "port":
-            ropcie.set_params(connect_timeout_ms=PORT_DOWN_CONNECT_MS)
             port_down_until_a_reconnect_failed(faults, kmsg)
         job = fio_result(fio, krping.TIMEOUT)
         fio = None
@@ -426,7 +429,6 @@ def test_nvmeof_recovers_from_a_fault(ropcie_link, fault):
                          port_cut=how == "port")
     finally:
         end_recovery(faults, kmsg, fio)
-        ropcie.set_params(**saved)
         nvme_teardown(ctrl, target, backing)
     nvme_check_gone(before)
 

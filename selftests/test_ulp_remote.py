@@ -32,11 +32,10 @@ from lib import env, krping, ropcie
 from lib.remote import SshRemote
 from lib.ropcie import sh
 from test_ulp import (CM_IDS, DATA_BYTES, FIO, NQN, NVME_PORT,
-                      PORT_DOWN_CONNECT_MS, assert_recovered, drop_caches,
-                      end_recovery, fio_result, fio_verify, modprobe,
-                      new_namespace, nvme_connect, nvme_disconnect,
-                      nvme_writes, port_down_until_a_reconnect_failed,
-                      ulp_qpns)
+                      assert_recovered, drop_caches, end_recovery,
+                      fio_result, fio_verify, modprobe, new_namespace,
+                      nvme_connect, nvme_disconnect, nvme_writes,
+                      port_down_until_a_reconnect_failed, ulp_qpns)
 
 pytestmark = pytest.mark.two_host
 
@@ -165,7 +164,6 @@ def test_nvmeof_across_hosts_recovers_from_a_fault(remote, fault):
     there, addr = remote
     faults = ropcie.fault_dir()
     ropcie.faults_off(faults)
-    saved = ropcie.read_params("connect_timeout_ms")
     backing = remote_target(there, addr)
     modprobe("nvme_rdma")
     ctrl = fio = kmsg = target_qp = None
@@ -195,7 +193,6 @@ def test_nvmeof_across_hosts_recovers_from_a_fault(remote, fault):
             there.cmd(f"{DEBUGFS_THERE} && echo 'qp_fatal {target_qp}' "
                       "> event")
         elif fault == "port_down_up":
-            ropcie.set_params(connect_timeout_ms=PORT_DOWN_CONNECT_MS)
             port_down_until_a_reconnect_failed(faults, kmsg)
         job = fio_result(fio, krping.TIMEOUT)
         fio = None
@@ -214,7 +211,6 @@ def test_nvmeof_across_hosts_recovers_from_a_fault(remote, fault):
         assert armed and set(armed) == {"0"}, f"faults armed there: {armed}"
     finally:
         end_recovery(faults, kmsg, fio)
-        ropcie.set_params(**saved)
         if ctrl:
             nvme_disconnect(ctrl)
         there.cmd(target_teardown(backing), check=False)
