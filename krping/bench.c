@@ -134,6 +134,29 @@ static int krping_bench_finish(struct krping_run *run)
 	return ret == -EINTR ? ret : 0;
 }
 
+/*
+ * The run's measured part has ended, before the closing exchange and the
+ * wait for the peer to leave: progress/elapsed_ns stops here, for a group
+ * at the latest end of its runs, once the last has ended.
+ */
+static void krping_bench_ended(struct krping_run *run)
+{
+	struct krping_group *grp = run->grp;
+	u64 end;
+	u32 i;
+
+	run->measured_end_ns = ktime_get_ns();
+	end = run->measured_end_ns;
+	if (grp) {
+		/* Fully ordered: the last run sees every other's end. */
+		if (atomic_inc_return(&grp->measured) != grp->n)
+			return;
+		for (i = 0; i < grp->n; i++)
+			end = max(end, grp->runs[i]->measured_end_ns);
+	}
+	WRITE_ONCE(run->sess->progress.end_ns, end);
+}
+
 /**
  * krping_bench() - run one of the benchmarks over a connected run
  * @run: the run
@@ -184,6 +207,7 @@ int krping_bench(struct krping_run *run)
 		ret = -EOPNOTSUPP;
 		break;
 	}
+	krping_bench_ended(run);
 	if (ret)
 		return ret;
 	return krping_bench_finish(run);

@@ -48,7 +48,8 @@ struct krping_stats {
  * @bytes: bytes of the measured operations of this side completed
  * @samples: latency samples taken
  * @start_ns: ktime_get_ns() when the measured part began, 0 before
- * @end_ns: ktime_get_ns() when the run ended, 0 while it runs
+ * @end_ns: ktime_get_ns() when the measured part ended (before the
+ *	closing exchange), or the run if it measured nothing; 0 before
  *
  * Written by the run (counters also by its completion handlers) and read
  * by sysfs progress/ at any time: each field on its own is current, the

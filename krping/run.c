@@ -200,7 +200,9 @@ static void krping_run_publish(struct krping_session *sess,
 	struct krping_lat_buckets *hist;
 	struct krping_lat_summary lat;
 
-	WRITE_ONCE(sess->progress.end_ns, ktime_get_ns());
+	/* A run that never ended a measured part (krping_bench_ended()). */
+	if (!READ_ONCE(sess->progress.end_ns))
+		WRITE_ONCE(sess->progress.end_ns, ktime_get_ns());
 	/* The histogram file is one sysfs page; see krping_lat_export(). */
 	hist = krping_lat_export(&run->lat, PAGE_SIZE - 1, GFP_KERNEL);
 	krping_lat_summarize(&run->lat, &lat);

@@ -103,6 +103,7 @@ struct krping_run;
  * @ready: benchmarks: runs set up and waiting to begin their test
  *	together (krping_group_barrier())
  * @done: runs ended so far
+ * @measured: benchmarks: runs whose measured part has ended
  * @torn_down: the runs whose thread has run krping_teardown()
  * @error: the first error of a run (a negative errno), 0 if none
  * @stop: every run is to end now (an error, or the session was stopped)
@@ -119,6 +120,7 @@ struct krping_group {
 	atomic_t running;
 	atomic_t ready;
 	atomic_t done;
+	atomic_t measured;
 	DECLARE_BITMAP(torn_down, KRPING_MAX_QPS);
 	int error;
 	bool stop;
@@ -149,6 +151,7 @@ struct krping_group {
  *	server follows it (krping_bench_peer_done())
  * @deadline_ns: a timed run's client: when its measured part ends
  * @measuring: benchmarks: the measured part has begun (progress/)
+ * @measured_end_ns: benchmarks: when the measured part ended (progress/)
  * @fin_empty: the closing SEND carries no bytes (a timed slat or sbw,
  *	whose server takes it into a data receive)
  * @bw_msgs: operations completed by a bandwidth run
@@ -256,6 +259,7 @@ struct krping_run {
 	bool timed;
 	u64 deadline_ns;
 	bool measuring;
+	u64 measured_end_ns;
 	bool fin_empty;
 	u64 bw_msgs;
 	u64 bw_bytes;

@@ -526,12 +526,17 @@ def test_port_goes_down_and_up(pool, faults):
     serve_next_client(pool, srv)
 
 
-def test_cut_port_fails_a_send_that_waits_for_a_receive(faults, tmp_path):
+@pytest.mark.parametrize("back", ["cut", "within_the_second"])
+def test_port_down_under_a_send_that_waits_for_a_receive(faults, tmp_path,
+                                                         back):
     """A user's SEND waits on its QP's worker for the peer's receive (the
-    peer posts none yet) when the port is cut, a second after port_err:
-    it completes with RETRY_EXC_ERR, the QP goes to error and flushes the
-    next SEND, and the peer's receives, posted later, are flushed with no
-    byte landed."""
+    peer posts none yet) when port_err takes the port down.
+    cut: the port is cut a second later; the SEND completes with
+    RETRY_EXC_ERR, the QP goes to error and flushes the next SEND, and
+    the peer's receives, posted later, are flushed with no byte landed.
+    within_the_second: port_active comes first, as a link back within
+    the retry time: once the peer posts its receives the SEND lands, and
+    the next (with the kernel's DMA lkey, a user's error) fails as ever."""
     need_pyverbs()
     port, go = krping.next_port(), tmp_path / "post-receives"
     srv = uverbs_peer.start("server", ADDR, port, go)
@@ -541,19 +546,32 @@ def test_cut_port_fails_a_send_that_waits_for_a_receive(faults, tmp_path):
         cli = uverbs_peer.start("client", ADDR, port)
         assert uverbs_peer.first_line(cli) == {"posted": "mr_lkey"}
         ropcie.write(faults / "event", "port_err")
-        res = uverbs_peer.result(cli)
-        go.touch()
+        if back == "cut":
+            # It fails at the cut, with no receive posted yet.
+            res = uverbs_peer.result(cli)
+            go.touch()
+        else:
+            ropcie.write(faults / "event", "port_active")
+            go.touch()
+            res = uverbs_peer.result(cli)
         out = uverbs_peer.result(srv)
     finally:
         for p in (srv, cli):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
-    assert res["mr_lkey"]["status"] == uverbs_peer.WC_RETRY_EXC_ERR, res
-    assert res["dma_lkey"]["status"] == uverbs_peer.WC_WR_FLUSH_ERR, res
-    assert [out[k]["status"] for k in ("first", "second")] == \
-        [uverbs_peer.WC_WR_FLUSH_ERR] * 2, out
-    assert not out["data_ok"], out
+    if back == "cut":
+        assert res["mr_lkey"]["status"] == uverbs_peer.WC_RETRY_EXC_ERR, res
+        assert res["dma_lkey"]["status"] == uverbs_peer.WC_WR_FLUSH_ERR, res
+        assert [out[k]["status"] for k in ("first", "second")] == \
+            [uverbs_peer.WC_WR_FLUSH_ERR] * 2, out
+        assert not out["data_ok"], out
+    else:
+        assert res["mr_lkey"]["status"] == uverbs_peer.WC_SUCCESS, res
+        assert res["dma_lkey"]["status"] == uverbs_peer.WC_LOC_PROT_ERR, res
+        assert [out[k]["status"] for k in ("first", "second")] == \
+            [uverbs_peer.WC_SUCCESS, uverbs_peer.WC_WR_FLUSH_ERR], out
+        assert out["data_ok"], out
 
 
 def test_device_fatal_ends_every_connection(pool, faults):
@@ -718,6 +736,23 @@ def test_cq_delay_loses_no_completion(pool, faults, test, count):
     for s, role in ((srv, "server"), (cli, "client")):
         assert s.stats() == krping.bench_stats(test, role, count, SIZE), \
             s.describe()
+
+
+def test_elapsed_ends_with_the_measured_part(pool, faults):
+    """progress/elapsed_ns of an ended bw client spans its measured part,
+    as bandwidth/duration_ns does (to the last completion, which the
+    thread then sees), not the closing exchange after it, which
+    cq_delay_us makes last two delays (the server's receive of the FIN,
+    then the client's of the answer) and then the server's leaving."""
+    delay_us = 500000
+    ropcie.write(faults / "cq_delay_us", delay_us)
+    srv, cli = pool.pair(count=64, size=SIZE, addr=ADDR, test="bw")
+    assert run_pair(srv, cli) == ("done", "done"), \
+        f"{srv.describe()} | {cli.describe()}"
+    elapsed = krping.session_progress(cli)["elapsed_ns"]
+    measured = krping.session_bandwidth(cli)["duration_ns"]
+    assert 0 <= elapsed - measured < delay_us * 1000 // 2, \
+        f"elapsed {elapsed} ns, measured {measured} ns"
 
 
 # A stop waits for the drain's completion, and for the flushes behind
