@@ -573,13 +573,14 @@ DEBUG_SIW_SKIP=(test_ropcie.py test_ropcie_uverbs.py test_ulp.py test_abuse_writ
 # bring their own device, in debug-rxe, so that the two stages beside each
 # other end at about the same time (debug-siw is followed by two-host).
 ALLOC_SESSIONS=test_alloc_faults.py::test_session_allocations
-# test_ulp.py's NVMe-oF over ropcie0 (its own device) here; its NFS
-# over RDMA is not in the debug kernel, whose configuration leaves nfsd
-# out.
+# No test_ulp.py: the debug kernel has nvmet-rdma, but lockdep reports
+# nvmet's own lock order there (nvmet_config_sem taken under rdma_cm's
+# handler_mutex when a connect's first command comes with ESTABLISHED,
+# the other way round when a port is removed), in 1 of 3 runs; and it
+# has no nfsd.
 stage_debug-rxe() {
 	debug_vm debug-rxe --provider rxe -- selftests/run_tests.sh "${DEBUG_PYTEST[@]}" \
-		--deselect "$ALLOC_SESSIONS" "${DEBUG_SIW_ONLY[@]/#/--ignore=}" \
-		--deselect test_ulp.py::test_nfs_over_rdma_over_ropcie
+		--deselect "$ALLOC_SESSIONS" "${DEBUG_SIW_ONLY[@]/#/--ignore=}" --ignore=test_ulp.py
 }
 # The KUnit modules first: their kernel log is then short, and a suite
 # that breaks the kernel shows before the selftests' noise. A quiet peer
