@@ -4,7 +4,8 @@
  *
  * mkdir creates a session, each attribute sets one option, "options"
  * takes the legacy krping string, "start" runs or stops the session and
- * rmdir stops and removes it. Values are parsed by krping_options.c, so
+ * rmdir stops and removes it. The subsystem's "features" file lists the
+ * options and the values they take. Values are parsed by krping_options.c, so
  * every attribute validates exactly as the legacy string does.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -75,7 +76,8 @@ static ssize_t krping_option_attr_store(struct config_item *item,
 	return ret ? ret : len;
 }
 
-#define KRPING_OPTION_ATTR(_name)					\
+/* An attribute per option of krping_options_table.h, named after it. */
+#define KRPING_OPTION(_name, ...)					\
 static ssize_t krping_##_name##_show(struct config_item *item,		\
 				     char *page)			\
 {									\
@@ -85,29 +87,19 @@ static ssize_t krping_##_name##_store(struct config_item *item,		\
 				      const char *page, size_t len)	\
 {									\
 	return krping_option_attr_store(item, #_name, page, len);	\
-}									\
-CONFIGFS_ATTR(krping_, _name)
+}
 
-KRPING_OPTION_ATTR(role);
-KRPING_OPTION_ATTR(addr);
-KRPING_OPTION_ATTR(port);
-KRPING_OPTION_ATTR(count);
-KRPING_OPTION_ATTR(size);
-KRPING_OPTION_ATTR(test);
-KRPING_OPTION_ATTR(validate);
-KRPING_OPTION_ATTR(verbose);
-KRPING_OPTION_ATTR(mem_mode);
-KRPING_OPTION_ATTR(txdepth);
-KRPING_OPTION_ATTR(duplex);
-KRPING_OPTION_ATTR(poll);
-KRPING_OPTION_ATTR(server_inv);
-KRPING_OPTION_ATTR(local_dma_lkey);
-KRPING_OPTION_ATTR(read_inv);
-KRPING_OPTION_ATTR(tos);
-KRPING_OPTION_ATTR(peer_timeout_ms);
-KRPING_OPTION_ATTR(duration_ms);
-KRPING_OPTION_ATTR(warmup);
-KRPING_OPTION_ATTR(qps);
+#include "krping_options_table.h"
+
+#define KRPING_OPTION(_name, ...)	KRPING_OPTION_ATTR(_name),
+#define KRPING_OPTION_ATTR(_name)					\
+	{ .ca_name = #_name, .ca_owner = THIS_MODULE,			\
+	  .ca_mode = 0644, .show = krping_##_name##_show,		\
+	  .store = krping_##_name##_store }
+
+static struct configfs_attribute krping_option_attrs[] = {
+#include "krping_options_table.h"
+};
 
 static ssize_t krping_options_show(struct config_item *item, char *page)
 {
@@ -149,31 +141,9 @@ static ssize_t krping_start_store(struct config_item *item,
 }
 CONFIGFS_ATTR(krping_, start);
 
-static struct configfs_attribute *krping_session_attrs[] = {
-	&krping_attr_role,
-	&krping_attr_addr,
-	&krping_attr_port,
-	&krping_attr_count,
-	&krping_attr_size,
-	&krping_attr_test,
-	&krping_attr_validate,
-	&krping_attr_verbose,
-	&krping_attr_mem_mode,
-	&krping_attr_txdepth,
-	&krping_attr_duplex,
-	&krping_attr_poll,
-	&krping_attr_server_inv,
-	&krping_attr_local_dma_lkey,
-	&krping_attr_read_inv,
-	&krping_attr_tos,
-	&krping_attr_peer_timeout_ms,
-	&krping_attr_duration_ms,
-	&krping_attr_warmup,
-	&krping_attr_qps,
-	&krping_attr_options,
-	&krping_attr_start,
-	NULL,
-};
+/* The options', then "options" and "start"; filled at init. */
+static struct configfs_attribute *
+krping_session_attrs[ARRAY_SIZE(krping_option_attrs) + 3];
 
 static void krping_session_item_release(struct config_item *item)
 {
@@ -215,8 +185,21 @@ static struct configfs_group_operations krping_group_ops = {
 	.drop_item = krping_drop_item,
 };
 
+/* The subsystem's own file: what its sessions accept. */
+static ssize_t krping_features_show(struct config_item *item, char *page)
+{
+	return krping_options_features(page, PAGE_SIZE);
+}
+CONFIGFS_ATTR_RO(krping_, features);
+
+static struct configfs_attribute *krping_group_attrs[] = {
+	&krping_attr_features,
+	NULL,
+};
+
 static const struct config_item_type krping_group_type = {
 	.ct_group_ops = &krping_group_ops,
+	.ct_attrs = krping_group_attrs,
 	.ct_owner = THIS_MODULE,
 };
 
@@ -231,6 +214,12 @@ static struct configfs_subsystem krping_subsys = {
 
 int krping_configfs_init(void)
 {
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(krping_option_attrs); i++)
+		krping_session_attrs[i] = &krping_option_attrs[i];
+	krping_session_attrs[i++] = &krping_attr_options;
+	krping_session_attrs[i] = &krping_attr_start;
 	config_group_init(&krping_subsys.su_group);
 	mutex_init(&krping_subsys.su_mutex);
 	return configfs_register_subsystem(&krping_subsys);

@@ -3,8 +3,9 @@
  * krping session options: strict parsing and printing.
  *
  * Everything that reaches this file comes from user space and is treated
- * as hostile. One table (krping_opts[]) describes every option: its name,
- * its kind, where it lives in struct krping_options and its range. The
+ * as hostile. One table (krping_opts[], generated from
+ * KRPING_OPTIONS_TABLE) describes every option: its name, its kind, where
+ * it lives in struct krping_options and its range. The
  * configfs attributes (krping_option_set/show), the legacy option string
  * (krping_options_parse/format) and krping_options_validate/equal all walk
  * that table, so every path accepts exactly the same values.
@@ -42,7 +43,7 @@
 
 #include "krping_options.h"
 
-enum krping_opt_type {
+enum krping_opt_kind {
 	KRPING_OPT_U8,		/* decimal number in [min, max] ... */
 	KRPING_OPT_U16,		/* ... stored in a field of this width */
 	KRPING_OPT_U32,
@@ -54,27 +55,25 @@ enum krping_opt_type {
 /**
  * struct krping_opt - one option of a session
  * @name: attribute name, also its name in the legacy string
- * @type: how the value is written and stored
+ * @kind: how the value is written and stored
  * @offset: offset of the field in struct krping_options
  * @min: smallest accepted number (numbers)
  * @max: largest accepted number (numbers), or the last index (ENUM)
  * @names: the values of an ENUM, indexed by their enum value
  * @keyword: the legacy string shows this ENUM as its bare value, and
  *	leaves it out while it is index 0
- * @optional: the legacy string leaves this number out while it is
- *	@omit
- * @omit: see @optional
+ * @omit: the legacy string leaves this number out while it equals @omit;
+ *	KRPING_ALWAYS_NAMED (negative) names it always
  */
 struct krping_opt {
 	const char *name;
-	enum krping_opt_type type;
+	enum krping_opt_kind kind;
 	unsigned short offset;
 	u32 min;
 	u32 max;
 	const char * const *names;
 	bool keyword;
-	bool optional;
-	u32 omit;
+	s64 omit;
 };
 
 static const char * const krping_role_names[] = {
@@ -98,91 +97,64 @@ static const char * const krping_mem_mode_names[] = {
 	[KRPING_MEM_DMA] = "dma",
 };
 
-static_assert(ARRAY_SIZE(krping_role_names) == KRPING_ROLE_SERVER + 1);
-static_assert(ARRAY_SIZE(krping_test_names) == KRPING_TEST_SBW + 1);
-static_assert(ARRAY_SIZE(krping_mem_mode_names) == KRPING_MEM_DMA + 1);
+/* The legacy string names a NUM row whose omit is this always. */
+#define KRPING_ALWAYS_NAMED	(-1)
 
-/* The table below accesses each field with the width its type says. */
+/* The table's rows (krping_options_table.h). */
+#define KRPING_OPTION(_name, _kind, ...)				\
+	KRPING_ROW_##_kind(_name, __VA_ARGS__),
+#define KRPING_ROW_NUM(_field, type, _min, _max, _omit)			\
+	{ .name = #_field, .kind = KRPING_OPT_WIDTH(type),		\
+	  .offset = offsetof(struct krping_options, _field),		\
+	  .min = (_min), .max = (_max), .omit = (_omit) }
+#define KRPING_OPT_WIDTH(type)						\
+	(sizeof(type) == 1 ? KRPING_OPT_U8 :				\
+	 sizeof(type) == 2 ? KRPING_OPT_U16 : KRPING_OPT_U32)
+#define KRPING_ROW_BOOL(_field, ...)					\
+	{ .name = #_field, .kind = KRPING_OPT_BOOL,			\
+	  .offset = offsetof(struct krping_options, _field), .max = 1 }
+#define KRPING_ROW_ENUM(_field, _last, _keyword)			\
+	{ .name = #_field, .kind = KRPING_OPT_ENUM,			\
+	  .offset = offsetof(struct krping_options, _field),		\
+	  .max = (_last), .names = krping_##_field##_names,		\
+	  .keyword = (_keyword) }
+#define KRPING_ROW_ADDR(_field, ...)					\
+	{ .name = #_field, .kind = KRPING_OPT_ADDR }
+
+static const struct krping_opt krping_opts[] = {
+#include "krping_options_table.h"
+};
+
+/*
+ * Each row holds to its field, which the table accesses with the width
+ * the row says: a NUM field has the row's type, one of u8, u16 and u32; a
+ * BOOL field is a bool (stored through a u8); an ENUM field is the size
+ * of a u32 (stored through one) and has a name for each of its values.
+ * Never used at run time.
+ */
 #define KRPING_FIELD_IS(_field, _type)					\
 	__same_type(typeof_member(struct krping_options, _field), _type)
+#define KRPING_OPTION(_name, _kind, ...)				\
+	KRPING_CHECK_##_kind(_name, __VA_ARGS__),
+#define KRPING_CHECK_NUM(_field, type, ...)				\
+	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, type) ||		\
+			  !(__same_type(type, u8) ||			\
+			    __same_type(type, u16) ||			\
+			    __same_type(type, u32)))
+#define KRPING_CHECK_BOOL(_field, ...)					\
+	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, bool))
+#define KRPING_CHECK_ENUM(_field, _last, ...)				\
+	BUILD_BUG_ON_ZERO(sizeof_field(struct krping_options, _field) !=	\
+			  sizeof(u32) ||				\
+			  ARRAY_SIZE(krping_##_field##_names) != (_last) + 1)
+#define KRPING_CHECK_ADDR(_field, ...)					\
+	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, struct sockaddr_storage))
 
-static_assert(KRPING_FIELD_IS(role, enum krping_role));
-static_assert(KRPING_FIELD_IS(port, u16));
-static_assert(KRPING_FIELD_IS(count, u32));
-static_assert(KRPING_FIELD_IS(size, u32));
-static_assert(KRPING_FIELD_IS(test, enum krping_test));
-static_assert(KRPING_FIELD_IS(mem_mode, enum krping_mem_mode));
-static_assert(KRPING_FIELD_IS(txdepth, u32));
-static_assert(KRPING_FIELD_IS(tos, u8));
-static_assert(KRPING_FIELD_IS(peer_timeout_ms, u32));
-static_assert(KRPING_FIELD_IS(duration_ms, u32));
-static_assert(KRPING_FIELD_IS(warmup, u32));
-static_assert(KRPING_FIELD_IS(qps, u32));
-static_assert(KRPING_FIELD_IS(validate, bool));
-static_assert(KRPING_FIELD_IS(verbose, bool));
-static_assert(KRPING_FIELD_IS(duplex, bool));
-static_assert(KRPING_FIELD_IS(poll, bool));
-static_assert(KRPING_FIELD_IS(server_inv, bool));
-static_assert(KRPING_FIELD_IS(local_dma_lkey, bool));
-static_assert(KRPING_FIELD_IS(read_inv, bool));
-/* The enum fields are stored through a u32; make sure they are one. */
-static_assert(sizeof(enum krping_role) == sizeof(u32));
-static_assert(sizeof(enum krping_test) == sizeof(u32));
-static_assert(sizeof(enum krping_mem_mode) == sizeof(u32));
-static_assert(sizeof(bool) == sizeof(u8));
-
-#define KRPING_NUM(_field, _type, _min, _max)				\
-	{ .name = #_field, .type = (_type),				\
-	  .offset = offsetof(struct krping_options, _field),		\
-	  .min = (_min), .max = (_max) }
-
-/* A number the legacy string names only when it is not 0. */
-#define KRPING_NUM_OPTIONAL(_field, _max)				\
-	{ .name = #_field, .type = KRPING_OPT_U32,			\
-	  .offset = offsetof(struct krping_options, _field),		\
-	  .max = (_max), .optional = true }
-
-/* A number the legacy string names only when it is not its default. */
-#define KRPING_NUM_DEFAULT(_field, _min, _max, _default)		\
-	{ .name = #_field, .type = KRPING_OPT_U32,			\
-	  .offset = offsetof(struct krping_options, _field),		\
-	  .min = (_min), .max = (_max), .optional = true,		\
-	  .omit = (_default) }
-
-#define KRPING_BOOL(_field)						\
-	{ .name = #_field, .type = KRPING_OPT_BOOL,			\
-	  .offset = offsetof(struct krping_options, _field), .max = 1 }
-
-#define KRPING_ENUM(_field, _names, _last, _keyword)			\
-	{ .name = #_field, .type = KRPING_OPT_ENUM,			\
-	  .offset = offsetof(struct krping_options, _field),		\
-	  .max = (_last), .names = (_names), .keyword = (_keyword) }
-
-/* In the order of the canonical legacy string. */
-static const struct krping_opt krping_opts[] = {
-	KRPING_ENUM(role, krping_role_names, KRPING_ROLE_SERVER, true),
-	{ .name = "addr", .type = KRPING_OPT_ADDR },
-	KRPING_NUM(port, KRPING_OPT_U16, 1, U16_MAX),
-	KRPING_NUM(count, KRPING_OPT_U32, 0, U32_MAX),
-	KRPING_NUM(size, KRPING_OPT_U32, KRPING_MIN_SIZE, KRPING_MAX_SIZE),
-	KRPING_ENUM(test, krping_test_names, KRPING_TEST_SBW, false),
-	KRPING_ENUM(mem_mode, krping_mem_mode_names, KRPING_MEM_DMA, false),
-	KRPING_NUM(txdepth, KRPING_OPT_U32, KRPING_MIN_TXDEPTH,
-		   KRPING_MAX_TXDEPTH),
-	KRPING_NUM(tos, KRPING_OPT_U8, 0, U8_MAX),
-	KRPING_NUM(peer_timeout_ms, KRPING_OPT_U32, 0,
-		   KRPING_MAX_PEER_TIMEOUT_MS),
-	KRPING_NUM_OPTIONAL(duration_ms, KRPING_MAX_DURATION_MS),
-	KRPING_NUM_OPTIONAL(warmup, U32_MAX),
-	KRPING_NUM_DEFAULT(qps, 1, KRPING_MAX_QPS, KRPING_DEFAULT_QPS),
-	KRPING_BOOL(validate),
-	KRPING_BOOL(verbose),
-	KRPING_BOOL(duplex),
-	KRPING_BOOL(poll),
-	KRPING_BOOL(server_inv),
-	KRPING_BOOL(local_dma_lkey),
-	KRPING_BOOL(read_inv),
+static const int krping_opts_checked[] __maybe_unused = {
+#include "krping_options_table.h"
 };
+
+static_assert(sizeof(bool) == sizeof(u8));
 
 /* The legacy parser tracks the options it has seen in a u32. */
 static_assert(ARRAY_SIZE(krping_opts) <= 32);
@@ -235,7 +207,7 @@ static u32 krping_opt_load(const struct krping_options *opts,
 {
 	const void *p = (const u8 *)opts + o->offset;
 
-	switch (o->type) {
+	switch (o->kind) {
 	case KRPING_OPT_U8:
 	case KRPING_OPT_BOOL:
 		return *(const u8 *)p;
@@ -254,7 +226,7 @@ static void krping_opt_store(struct krping_options *opts,
 {
 	void *p = (u8 *)opts + o->offset;
 
-	switch (o->type) {
+	switch (o->kind) {
 	case KRPING_OPT_U8:
 	case KRPING_OPT_BOOL:
 		*(u8 *)p = val;
@@ -414,7 +386,7 @@ static int krping_opt_apply(struct krping_options *opts,
 	u32 val;
 	int err;
 
-	switch (o->type) {
+	switch (o->kind) {
 	case KRPING_OPT_U8:
 	case KRPING_OPT_U16:
 	case KRPING_OPT_U32:
@@ -557,7 +529,7 @@ int krping_option_show(const struct krping_options *opts, const char *name,
 
 	if (!o)
 		return -EINVAL;
-	switch (o->type) {
+	switch (o->kind) {
 	case KRPING_OPT_ADDR:
 		len = krping_format_addr(opts, buf, size);
 		break;
@@ -613,7 +585,7 @@ static int krping_parse_item(struct krping_options *opts, const char *s,
 	} else if (eq) {
 		val = eq + 1;
 		vlen = len - nlen - 1;
-	} else if (o->type == KRPING_OPT_BOOL) {
+	} else if (o->kind == KRPING_OPT_BOOL) {
 		val = "1";
 		vlen = 1;
 	} else {
@@ -715,10 +687,10 @@ int krping_options_format(const struct krping_options *opts, char *buf,
 		const struct krping_opt *o = &krping_opts[i];
 		u32 val = 0;
 
-		if (o->type != KRPING_OPT_ADDR)
+		if (o->kind != KRPING_OPT_ADDR)
 			val = krping_opt_load(opts, o);
 
-		switch (o->type) {
+		switch (o->kind) {
 		case KRPING_OPT_ADDR:
 			if (opts->addr.ss_family == AF_UNSPEC)
 				continue;
@@ -746,7 +718,7 @@ int krping_options_format(const struct krping_options *opts, char *buf,
 			break;
 		}
 		default:
-			if (o->optional && val == o->omit)
+			if (o->omit >= 0 && val == o->omit)
 				continue;
 			len += scnprintf(buf + len, size - len, "%s%s=%u", sep,
 					 o->name, val);
@@ -755,6 +727,51 @@ int krping_options_format(const struct krping_options *opts, char *buf,
 		sep = ",";
 	}
 	return len + scnprintf(buf + len, size - len, "\n");
+}
+
+/**
+ * krping_options_features() - what this module's sessions accept
+ * @buf: output buffer
+ * @size: its size
+ *
+ * One line per option, in the order of the table: "NAME number MIN..MAX",
+ * "NAME bool", "NAME enum VALUE,VALUE,..." (in the order of their enum)
+ * or "NAME addr". A user-space tool reads it instead of probing for files
+ * and can say what a refused value should have been.
+ *
+ * Return: the length written, as scnprintf().
+ */
+int krping_options_features(char *buf, size_t size)
+{
+	size_t i;
+	u32 v;
+	int len = 0;
+
+	for (i = 0; i < ARRAY_SIZE(krping_opts); i++) {
+		const struct krping_opt *o = &krping_opts[i];
+
+		len += scnprintf(buf + len, size - len, "%s ", o->name);
+		switch (o->kind) {
+		case KRPING_OPT_BOOL:
+			len += scnprintf(buf + len, size - len, "bool");
+			break;
+		case KRPING_OPT_ENUM:
+			len += scnprintf(buf + len, size - len, "enum");
+			for (v = 0; v <= o->max; v++)
+				len += scnprintf(buf + len, size - len, "%c%s",
+						 v ? ',' : ' ', o->names[v]);
+			break;
+		case KRPING_OPT_ADDR:
+			len += scnprintf(buf + len, size - len, "addr");
+			break;
+		default:
+			len += scnprintf(buf + len, size - len, "number %u..%u",
+					 o->min, o->max);
+			break;
+		}
+		len += scnprintf(buf + len, size - len, "\n");
+	}
+	return len;
 }
 
 /**
@@ -780,7 +797,7 @@ int krping_options_validate(const struct krping_options *opts)
 		const struct krping_opt *o = &krping_opts[i];
 		u32 val;
 
-		if (o->type == KRPING_OPT_ADDR)
+		if (o->kind == KRPING_OPT_ADDR)
 			continue;
 		val = krping_opt_load(opts, o);
 		if (val < o->min || val > o->max)
@@ -842,7 +859,7 @@ bool krping_options_equal(const struct krping_options *a,
 	for (i = 0; i < ARRAY_SIZE(krping_opts); i++) {
 		const struct krping_opt *o = &krping_opts[i];
 
-		if (o->type == KRPING_OPT_ADDR)
+		if (o->kind == KRPING_OPT_ADDR)
 			continue;
 		if (krping_opt_load(a, o) != krping_opt_load(b, o))
 			return false;

@@ -177,6 +177,14 @@ int krping_options_format(const struct krping_options *opts, char *buf,
  */
 int krping_options_validate(const struct krping_options *opts);
 
+/*
+ * Print what this module's sessions accept, one option per line in the
+ * order of krping_options_table.h: "NAME number MIN..MAX", "NAME bool",
+ * "NAME enum VALUE,VALUE,..." or "NAME addr". Returns the length
+ * written, as scnprintf does.
+ */
+int krping_options_features(char *buf, size_t size);
+
 /* True if both hold the same settings (used by the round-trip tests). */
 bool krping_options_equal(const struct krping_options *a,
 			  const struct krping_options *b);

@@ -458,15 +458,15 @@ static void krping_test_attr_table(struct kunit *test)
 
 	for (i = 0; i < ARRAY_SIZE(krping_opts); i++) {
 		const struct krping_opt *o = &krping_opts[i];
-		bool num = o->type == KRPING_OPT_U8 ||
-			   o->type == KRPING_OPT_U16 ||
-			   o->type == KRPING_OPT_U32;
+		bool num = o->kind == KRPING_OPT_U8 ||
+			   o->kind == KRPING_OPT_U16 ||
+			   o->kind == KRPING_OPT_U32;
 
 		KUNIT_EXPECT_EQ_MSG(test, num,
 				    krping_in(krping_num_names,
 					      ARRAY_SIZE(krping_num_names),
 					      o->name), "%s", o->name);
-		KUNIT_EXPECT_EQ_MSG(test, o->type == KRPING_OPT_BOOL,
+		KUNIT_EXPECT_EQ_MSG(test, o->kind == KRPING_OPT_BOOL,
 				    krping_in(krping_bool_names,
 					      ARRAY_SIZE(krping_bool_names),
 					      o->name), "%s", o->name);
@@ -481,6 +481,150 @@ static void krping_test_attr_table(struct kunit *test)
 					 krping_attrs[j].name);
 		KUNIT_EXPECT_TRUE_MSG(test, found, "%s", krping_opts[i].name);
 	}
+}
+
+/* ---- the features file --------------------------------------------------- */
+
+/* The ABI of the features file (Documentation/ABI/testing/configfs-krping). */
+static const char krping_features_text[] =
+	"role enum none,client,server\n"
+	"addr addr\n"
+	"port number 1..65535\n"
+	"count number 0..4294967295\n"
+	"size number 1..4194304\n"
+	"test enum ping,wlat,rlat,bw,fr,slat,sbw\n"
+	"mem_mode enum reg,dma\n"
+	"txdepth number 4..16384\n"
+	"tos number 0..255\n"
+	"peer_timeout_ms number 0..3600000\n"
+	"duration_ms number 0..86400000\n"
+	"warmup number 0..4294967295\n"
+	"qps number 1..16\n"
+	"validate bool\n"
+	"verbose bool\n"
+	"duplex bool\n"
+	"poll bool\n"
+	"server_inv bool\n"
+	"local_dma_lkey bool\n"
+	"read_inv bool\n";
+
+static void krping_test_features_text(struct kunit *test)
+{
+	char *buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+	int len;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	len = krping_options_features(buf, PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, len, (int)strlen(krping_features_text));
+	KUNIT_EXPECT_STREQ(test, buf, krping_features_text);
+	/* A short buffer truncates, NUL terminated, and says so. */
+	KUNIT_EXPECT_EQ(test, krping_options_features(buf, 8), 7);
+	KUNIT_EXPECT_STREQ(test, buf, "role en");
+}
+
+/* Set @name to @val in fresh settings: the errno, and the shown value. */
+static int krping_set_fresh(struct kunit *test, const char *name,
+			    const char *val, const char **shown)
+{
+	struct krping_options opts;
+	int err;
+
+	krping_options_init(&opts);
+	err = krping_option_set(&opts, name, val);
+	*shown = krping_show(test, &opts, name);
+	return err;
+}
+
+/*
+ * Each line of the features file says what its option's attribute does:
+ * a number takes MIN and MAX and refuses MIN-1 and MAX+1 with -ERANGE, a
+ * bool takes 0 and 1 and refuses 2, an enum takes each listed value and
+ * refuses any other. The lines come in the table's order, one per option.
+ */
+static void krping_test_features_agree(struct kunit *test)
+{
+	char *buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+	char *line, *cursor, val[24];
+	const char *shown;
+	size_t i = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	krping_options_features(buf, PAGE_SIZE);
+	cursor = buf;
+	while ((line = strsep(&cursor, "\n")) && *line) {
+		char *name = strsep(&line, " ");
+		char *kind = strsep(&line, " ");
+		char *values = line;
+
+		KUNIT_ASSERT_LT(test, i, ARRAY_SIZE(krping_opts));
+		KUNIT_EXPECT_STREQ(test, name, krping_opts[i++].name);
+		KUNIT_ASSERT_NOT_NULL(test, kind);
+		if (!strcmp(kind, "number")) {
+			u32 min, max;
+			int n;
+
+			n = sscanf(values, "%u..%u", &min, &max);
+			KUNIT_ASSERT_EQ_MSG(test, n, 2, "%s", name);
+			snprintf(val, sizeof(val), "%u", min);
+			KUNIT_EXPECT_EQ(test, krping_set_fresh(test, name, val,
+							       &shown), 0);
+			KUNIT_EXPECT_STREQ(test, shown, val);
+			snprintf(val, sizeof(val), "%u", max);
+			KUNIT_EXPECT_EQ(test, krping_set_fresh(test, name, val,
+							       &shown), 0);
+			KUNIT_EXPECT_STREQ(test, shown, val);
+			snprintf(val, sizeof(val), "%llu", (u64)max + 1);
+			KUNIT_EXPECT_EQ_MSG(test, krping_set_fresh(test, name,
+								   val,
+								   &shown),
+					    -ERANGE, "%s=%s", name, val);
+			if (min) {
+				snprintf(val, sizeof(val), "%u", min - 1);
+				KUNIT_EXPECT_EQ_MSG(test,
+						    krping_set_fresh(test, name,
+								     val,
+								     &shown),
+						    -ERANGE, "%s=%s", name, val);
+			}
+		} else if (!strcmp(kind, "bool")) {
+			KUNIT_EXPECT_NULL(test, values);
+			KUNIT_EXPECT_EQ(test, krping_set_fresh(test, name, "1",
+							       &shown), 0);
+			KUNIT_EXPECT_STREQ(test, shown, "1");
+			KUNIT_EXPECT_EQ(test, krping_set_fresh(test, name, "0",
+							       &shown), 0);
+			KUNIT_EXPECT_STREQ(test, shown, "0");
+			KUNIT_EXPECT_EQ(test, krping_set_fresh(test, name, "2",
+							       &shown),
+					-EINVAL);
+		} else if (!strcmp(kind, "enum")) {
+			char *v;
+			int n = 0;
+
+			KUNIT_ASSERT_NOT_NULL(test, values);
+			while ((v = strsep(&values, ","))) {
+				KUNIT_EXPECT_EQ_MSG(test,
+						    krping_set_fresh(test, name,
+								     v, &shown),
+						    0, "%s=%s", name, v);
+				KUNIT_EXPECT_STREQ(test, shown, v);
+				n++;
+			}
+			KUNIT_EXPECT_EQ(test, n, krping_opts[i - 1].max + 1);
+			KUNIT_EXPECT_EQ(test, krping_set_fresh(test, name,
+							       "other",
+							       &shown),
+					-EINVAL);
+		} else {
+			KUNIT_EXPECT_STREQ(test, kind, "addr");
+			KUNIT_EXPECT_NULL(test, values);
+			KUNIT_EXPECT_EQ(test, krping_set_fresh(test, name,
+							       "10.0.0.1",
+							       &shown), 0);
+			KUNIT_EXPECT_STREQ(test, shown, "10.0.0.1");
+		}
+	}
+	KUNIT_EXPECT_EQ(test, i, ARRAY_SIZE(krping_opts));
 }
 
 /* Every name of @names with every value of @vals, one parameter each. */
@@ -1560,6 +1704,8 @@ static void krping_test_plan_follow(struct kunit *test)
 static struct kunit_case krping_options_test_cases[] = {
 	KUNIT_CASE(krping_test_defaults),
 	KUNIT_CASE(krping_test_attr_table),
+	KUNIT_CASE(krping_test_features_text),
+	KUNIT_CASE(krping_test_features_agree),
 	KUNIT_CASE(krping_test_unknown_names),
 	KUNIT_CASE_PARAM(krping_test_set_good, krping_set_good_gen_params),
 	KUNIT_CASE_PARAM(krping_test_set_num_bad, krping_num_bad_gen_params),

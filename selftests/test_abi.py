@@ -44,6 +44,17 @@ def test_session_files_match_their_abi_entries(pool):
         assert want - have == set(), f"documented in {ABI}, not created"
 
 
+def test_subsystem_files_match_their_abi_entries():
+    """The files at the top of krping's configfs directory (features),
+    beside the sessions: exactly the documented ones."""
+    prefix = "/sys/kernel/config/krping/"
+    have = {f"{prefix}{e.name}" for e in os.scandir(krping.CONFIGFS)
+            if not e.is_dir()}
+    want = {p for p in entries_under(prefix)
+            if "/" not in p[len(prefix):] and p != prefix}
+    assert have == want == {f"{prefix}features"}
+
+
 @pytest.mark.parametrize("module", ["rdma_krping", "ropcie"])
 def test_module_parameters_match_their_abi_entries(module):
     base = f"/sys/module/{module}/parameters"

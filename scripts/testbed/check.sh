@@ -567,7 +567,8 @@ DEBUG_SIW_ONLY=(test_bench.py test_rping.py test_ipv6.py test_histogram.py test_
 	test_rdma_core_suite.py test_ropcie_faults.py test_ropcie_perftest.py)
 DEBUG_SIW_SKIP=(test_ropcie.py test_ropcie_uverbs.py test_ulp.py test_abuse_writes.py test_options.py
 	test_session.py test_random_ops.py test_bad_input.py test_lifecycle.py
-	test_cli.py test_module.py test_qps.py test_abi.py test_ropcie_perftest.py)
+	test_cli.py test_module.py test_qps.py test_abi.py test_features.py
+	test_ropcie_perftest.py)
 # The allocation-failure walk (test_alloc_faults.py) runs once: the
 # sessions' walks over siw, and ropcie's and the module loads', which
 # bring their own device, in debug-rxe, so that the two stages beside each

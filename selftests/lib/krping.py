@@ -1437,10 +1437,16 @@ def assert_memory_returned(before, tolerance_kb=1024, avail_tolerance_kb=4096,
                               f"after): {memory_movers(before, snap)}")
 
 
+def session_names():
+    """The sessions in configfs: its directories (beside its features
+    file)."""
+    return sorted(e.name for e in os.scandir(CONFIGFS) if e.is_dir())
+
+
 def krping_leftovers():
     """What of krping is still there: configfs and sysfs session dirs and
     krping/ kthreads (an empty list when nothing is)."""
-    left = [f"configfs {n}" for n in sorted(os.listdir(CONFIGFS))]
+    left = [f"configfs {n}" for n in session_names()]
     left += [f"sysfs {n}" for n in sorted(os.listdir(SYSFS))]
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():

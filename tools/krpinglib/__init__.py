@@ -4,6 +4,7 @@
 One module per part, each importing only what it uses:
   abi         the module's tests, states and result file names
   errors      the CLI's errors, and what the kernel's errnos mean
+  features    what a host's module accepts (its configfs features file)
   session     a session on this host (configfs and sysfs directly)
   remote      a session on another host, over one shared ssh connection
   settings    the session settings a command line asks for

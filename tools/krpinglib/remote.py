@@ -11,6 +11,7 @@ import time
 
 from .abi import BANDWIDTH, FAILED_WC, LATENCY, PROGRESS, STATS
 from .errors import CliError, START_HINTS, describe_errno
+from .features import Features, parse as parse_features
 
 # shlex, shutil, subprocess and tempfile are imported where a remote host
 # is used: they are more than half of the modules the CLI would load, and
@@ -46,6 +47,7 @@ class Ssh:
         self.dir = tempfile.mkdtemp(prefix="krping-ssh-")
         self.control = os.path.join(self.dir, "control")
         self.master = None
+        self._features = None
         self._open()
 
     def _base(self):
@@ -93,6 +95,19 @@ class Ssh:
         if self.cmd(f"test -d {REMOTE_CONFIGFS}").returncode:
             raise CliError(f"{REMOTE_CONFIGFS} not found on {self.dest}: "
                            f"load rdma_krping there (modprobe rdma_krping)")
+
+    def features(self):
+        """The host's features (read once; None inside: no such file)."""
+        if self._features is None:
+            cp = self.cmd(f"cat {REMOTE_CONFIGFS}/features")
+            options = None
+            if cp.returncode == 0:
+                options = parse_features(cp.stdout)
+            elif errno_of(cp.stderr) != errno.ENOENT:
+                raise CliError(f"{REMOTE_CONFIGFS}/features on {self.dest}: "
+                               f"{cp.stderr.strip()}")
+            self._features = Features(options, self.dest)
+        return self._features
 
     def close(self):
         import shutil
@@ -163,12 +178,17 @@ class RemoteSession:
     def where(self):
         return self.ssh.dest
 
+    def features(self):
+        return self.ssh.features()
+
     def apply(self, settings):
         """Write (attribute, value) pairs in order, in one command."""
         import shlex
 
         if not settings:
             return
+        features = self.ssh.features()
+        features.check(settings)
         script = f"cd {self.cfg} && " + " && ".join(
             f"{{ printf %s {shlex.quote(str(v))} > {a} || "
             f"{{ echo {a} >&2; exit 1; }}; }}" for a, v in settings)
@@ -179,7 +199,8 @@ class RemoteSession:
             value = dict(settings).get(attr)
             err = errno_of("\n".join(lines[:-1]))
             raise CliError(f"{self.name} on {self.ssh.dest}: {attr}="
-                           f"{value!r} refused: {describe_errno(err)}")
+                           f"{value!r} refused: {describe_errno(err)}"
+                           f"{features.hint(attr)}")
 
     def set(self, attr, value):
         self.apply([(attr, value)])

@@ -9,6 +9,7 @@ import time
 
 from .abi import BANDWIDTH, FAILED_WC, LATENCY, PROGRESS, STATS, TERMINAL
 from .errors import CliError, START_HINTS, describe_errno
+from .features import Features, parse as parse_features
 
 CONFIGFS = os.environ.get("KRPING_CONFIGFS", "/sys/kernel/config/krping")
 SYSFS = os.environ.get("KRPING_SYSFS", "/sys/kernel/krping")
@@ -66,15 +67,20 @@ class Session:
         """The host the session is on (None: this one)."""
         return None
 
+    def features(self):
+        return local_features()
+
     def set(self, attr, value):
         try:
             write_text(os.path.join(self.cfg, attr), value)
         except OSError as e:
             raise CliError(f"{self.name}: {attr}={value!r} refused: "
-                           f"{describe_errno(e.errno)}") from None
+                           f"{describe_errno(e.errno)}"
+                           f"{self.features().hint(attr)}") from None
 
     def apply(self, settings):
         """Write (attribute, value) pairs in order."""
+        self.features().check(settings)
         for attr, value in settings:
             self.set(attr, value)
 
@@ -167,12 +173,15 @@ class Session:
     # -- results ------------------------------------------------------
     def results(self):
         r = {"name": self.name, "host": None}
+        features = self.features()
         for attr in ("role", "test", "size", "count", "mem_mode", "options",
                      "qps"):
-            try:
-                r[attr] = self.get(attr)
-            except OSError:
-                r[attr] = None
+            r[attr] = None
+            if attr == "options" or features.has(attr):
+                try:
+                    r[attr] = self.get(attr)
+                except FileNotFoundError:
+                    pass        # a module without a features file
         for k in ("size", "count", "qps"):
             if r[k] is not None:
                 r[k] = int(r[k])
@@ -199,6 +208,21 @@ class Session:
             return None
 
 
+_local_features = {}
+
+
+def local_features():
+    """This host's features, read once (None inside: no such file)."""
+    if CONFIGFS not in _local_features:
+        try:
+            options = parse_features(read_text(os.path.join(CONFIGFS,
+                                                            "features")))
+        except FileNotFoundError:
+            options = None
+        _local_features[CONFIGFS] = Features(options, "this host")
+    return _local_features[CONFIGFS]
+
+
 def check_module():
     if not os.path.isdir(CONFIGFS):
         raise CliError(f"{CONFIGFS} not found: is rdma_krping loaded "
@@ -208,7 +232,8 @@ def check_module():
 
 def session_names():
     try:
-        return sorted(os.listdir(CONFIGFS))
+        # the sessions: the directories beside the features file
+        return sorted(e.name for e in os.scandir(CONFIGFS) if e.is_dir())
     except FileNotFoundError:
         check_module()
         return []

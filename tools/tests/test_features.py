@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""krpinglib.features: the features file's text, the options an older
+module lacks, the hint after a refused value, and their use by a local
+session (a configfs directory made of plain files here)."""
+
+import pytest
+
+from krpinglib import features, session
+from krpinglib.errors import CliError
+
+# The start of what rdma_krping's features file says (the KUnit test
+# krping_test_features_text holds all of it).
+TEXT = ("role enum none,client,server\n"
+        "addr addr\n"
+        "port number 1..65535\n"
+        "size number 1..4194304\n"
+        "validate bool\n")
+
+
+def test_parse():
+    opts = features.parse(TEXT)
+    assert list(opts) == ["role", "addr", "port", "size", "validate"]
+    assert (opts["role"].kind, opts["role"].values) == \
+        ("enum", ("none", "client", "server"))
+    assert (opts["port"].low, opts["port"].high) == (1, 65535)
+    assert [o.takes() for o in opts.values()] == [
+        "one of none, client, server", "an IPv4 or IPv6 address",
+        "1..65535", "1..4194304", "0 or 1"]
+
+
+def test_parse_keeps_a_kind_it_does_not_know():
+    opts = features.parse("port number 1..65535\nrate fraction 0..1/2\n")
+    assert (opts["rate"].kind, opts["rate"].takes()) == \
+        ("fraction", "a value of kind 'fraction'")
+    assert list(opts) == ["port", "rate"]
+
+
+@pytest.mark.parametrize("line,why", [
+    ("port", "no kind"), ("port number", "no MIN..MAX"),
+    ("port number 1-2", "no MIN..MAX"), ("port number -1..2", "no MIN..MAX"),
+    ("test enum", "no values")])
+def test_parse_refuses(line, why):
+    with pytest.raises(ValueError) as e:
+        features.parse("addr addr\n" + line + "\n")
+    assert str(e.value) == f"features line 2: {line!r}: {why}"
+
+
+def test_an_older_module_lacks_an_option():
+    f = features.Features(features.parse(TEXT), "hostb")
+    f.check([("options", "client"), ("size", 64), ("port", 1)])
+    with pytest.raises(CliError) as e:
+        f.check([("size", 64), ("qps", 2)])
+    assert str(e.value) == ("rdma_krping on hostb has no option 'qps': it "
+                            "is older than this krping; install the same "
+                            "version there")
+    assert f.hint("size") == ": size takes 1..4194304"
+    assert f.hint("qps") == ""
+
+
+def test_a_module_without_the_file_is_taken_at_its_word():
+    f = features.Features(None, "this host")
+    assert f.has("qps") and f.hint("size") == ""
+    f.check([("qps", 2)])
+
+
+@pytest.fixture
+def configfs(tmp_path, monkeypatch):
+    """A configfs directory with a features file that has no qps."""
+    monkeypatch.setattr(session, "CONFIGFS", str(tmp_path))
+    (tmp_path / "features").write_text(TEXT)
+    return tmp_path
+
+
+def test_session_refuses_an_option_the_module_lacks(configfs):
+    s = session.Session("s1")
+    with pytest.raises(CliError) as e:
+        s.apply([("size", 64), ("qps", 2)])
+    assert "has no option 'qps'" in str(e.value)
+    assert not (configfs / "s1" / "size").exists()     # nothing written
+
+
+def test_a_refused_value_says_what_the_option_takes(configfs):
+    s = session.Session("s1")
+    (configfs / "s1" / "size").mkdir()          # open(O_WRONLY): EISDIR
+    with pytest.raises(CliError) as e:
+        s.apply([("size", 0)])
+    assert str(e.value) == ("s1: size=0 refused: EISDIR (Is a directory): "
+                            "size takes 1..4194304")
+
+
+def test_the_features_file_is_no_session(configfs):
+    session.Session("b")
+    session.Session("a")
+    assert session.session_names() == ["a", "b"]
