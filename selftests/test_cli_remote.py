@@ -179,10 +179,12 @@ def test_remote_interrupt_removes_both_sides(topo, remote, name,
 
 def test_remote_value_refused(topo, name):
     # The remote server refuses tos=256 (0..255) before anything starts;
-    # the message names the host, the attribute and the remote errno.
+    # the message names the host, the attribute, the remote errno and
+    # what the remote module's features file says the option takes.
     cp = run(remote_cli(topo, name, "server", "--tos", 256, "--count", 1))
     assert cp.returncode == 2, cp.stderr
-    assert f"on {topo.remote_args}: tos=256 refused: ERANGE" in cp.stderr, \
+    assert (f"on {topo.remote_args}: tos=256 refused: ERANGE (Numerical "
+            f"result out of range): tos takes 0..255\n") in cp.stderr, \
         cp.stderr
 
 

@@ -544,6 +544,21 @@ def median_of(figs, key):
     return statistics.median(vals) if vals else None
 
 
+def paired_bootstrap(lo_runs, hi_runs, seed, n=2000):
+    """The median of the rounds' ratios hi/lo and its 5th to 95th
+    percentile over n resamples of the rounds; None without two rounds
+    that measured both. A round runs both back to back, so a drift of
+    the host's speed falls on both runs of its ratio."""
+    ratios = [h / lo for lo, h in zip(lo_runs, hi_runs)
+              if lo and h is not None]
+    if len(ratios) < 2:
+        return None
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios)))
+                  for _ in range(n))
+    return statistics.median(ratios), meds[n // 20], meds[n - 1 - n // 20]
+
+
 def bootstrap(kruns, pruns, target, seed, n=2000):
     """How firmly the runs decide a row: (support, low, high), where
     support is the fraction of n bootstrap resamples (each tool's runs

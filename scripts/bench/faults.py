@@ -36,8 +36,6 @@ runs fall in two modes); writes faults.json and faults.txt to --out.
 
 import argparse
 import os
-import random
-import statistics
 import subprocess
 import sys
 import time
@@ -72,20 +70,6 @@ def key_on():
     for name, value in (("qpn", 0xffffff), ("times", 1), ("times", 0),
                         ("qpn", -1)):
         krping.write_text(f"{d}/{name}", value)
-
-
-def paired_bootstrap(lo_runs, hi_runs, seed, n=2000):
-    """The median of the rounds' ratios hi/lo and its 5th to 95th
-    percentile over n resamples of the rounds; None without two rounds
-    that measured both states."""
-    ratios = [h / lo for lo, h in zip(lo_runs, hi_runs)
-              if lo and h is not None]
-    if len(ratios) < 2:
-        return None
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios)))
-                  for _ in range(n))
-    return statistics.median(ratios), meds[n // 20], meds[n - 1 - n // 20]
 
 
 def verdict(test, interval, margin):
@@ -150,7 +134,7 @@ def main():
         off, on = runs[(test, size, lo)], runs[(test, size, hi)]
         mo = bench.median_of([{key: v} for v in off if v is not None], key)
         mn = bench.median_of([{key: v} for v in on if v is not None], key)
-        boot = paired_bootstrap(off, on, seed=size)
+        boot = bench.paired_bootstrap(off, on, seed=size)
         ratio, interval = (boot[0], boot[1:]) if boot else (None, None)
         v = verdict(test, interval, args.margin) if interval else "-"
         rows.append({"size": size, "test": test, "iterations": iters,

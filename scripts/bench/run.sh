@@ -37,13 +37,20 @@
 # path while no fault is armed, written to $KRPING_RESULTS/NAME-faults.txt
 # and NAME-faults.json; KRPING_FAULTS_ARGS go to faults.py.
 #
+# KRPING_BENCH_TABLES=ab (one guest only, not in the default):
+# scripts/bench/ab.py, whether a change of rdma_krping.ko changed its
+# figures: the module built from git revision KRPING_AB_BEFORE (required;
+# built into $KRPING_CACHE/ab/<commit>/) against this tree's, loaded in
+# turn, written to $KRPING_RESULTS/NAME-ab.txt and NAME-ab.json;
+# KRPING_AB_ARGS go to ab.py (e.g. "--reps 30 --tests wlat,bw").
+#
 # Timing is not a test: make check does not run this. Under QEMU TCG the
 # absolute figures mean little; compare the ratios.
 #
 # Environment: KRPING_RESULTS, KRPING_CACHE, KRPING_BENCH_KVER (6.12),
 #   KRPING_BENCH_TIMEOUT (VM timeout, default 2400 s), KRPING_BENCH_SMP
 #   (vCPUs of each guest: 2 for make bench, 1 for make bench-pair and
-#   for the fault table alone).
+#   for the fault or ab table alone).
 set -euo pipefail
 # shellcheck source=scripts/testbed/lib.sh
 . "$(dirname "$0")/../testbed/lib.sh"
@@ -63,25 +70,47 @@ smp_default=2
 mkdir -p "$RESULTS"
 rm -rf "$RESULTS/vm-$name" "$RESULTS/$name.json" "$RESULTS/$name.txt" \
 	"$RESULTS/$name-uverbs.json" "$RESULTS/$name-uverbs.txt" \
-	"$RESULTS/$name-faults.json" "$RESULTS/$name-faults.txt"
+	"$RESULTS/$name-faults.json" "$RESULTS/$name-faults.txt" \
+	"$RESULTS/$name-ab.json" "$RESULTS/$name-ab.txt"
 
 TABLES=${KRPING_BENCH_TABLES:-krping,uverbs}
 want() { [[ ,$TABLES, == *,$1,* ]]; }
 # The fault table alone on one vCPU: on two, its runs fall in two modes
 # (wlat 64 B about 3.4 and 5 usec) and the medians' ratio in the gap.
-[[ $TABLES == faults ]] && smp_default=1
+[[ $TABLES == faults || $TABLES == ab ]] && smp_default=1
 SMP=${KRPING_BENCH_SMP:-$smp_default}
 for t in ${TABLES//,/ }; do
-	[[ $t == krping || $t == uverbs || $t == faults ]] ||
-		tb_die "KRPING_BENCH_TABLES=$TABLES: krping, uverbs, faults, comma-separated"
+	[[ $t == krping || $t == uverbs || $t == faults || $t == ab ]] ||
+		tb_die "KRPING_BENCH_TABLES=$TABLES: krping, uverbs, faults, ab, comma-separated"
 done
 [[ $name == bench ]] || ! want faults ||
 	tb_die "KRPING_BENCH_TABLES=faults: one guest (make bench) only"
-guest=(scripts/bench/guest.sh one "$TABLES" "${KRPING_UVERBS_ARGS:-}"
-	"${KRPING_FAULTS_ARGS:-}")
+[[ $name == bench ]] || ! want ab ||
+	tb_die "KRPING_BENCH_TABLES=ab: one guest (make bench) only"
+ab_args=${KRPING_AB_ARGS:-}
 
 start=$(tb_now)
 "$TB_DIR/build.sh" --tap /dev/null "$KVER" >&2
+if want ab; then
+	# The before module: KRPING_AB_BEFORE's tree, built once per commit.
+	[[ -n ${KRPING_AB_BEFORE:-} ]] ||
+		tb_die "KRPING_BENCH_TABLES=ab: set KRPING_AB_BEFORE to a git revision"
+	rev=$(git -C "$REPO_DIR" rev-parse --verify "$KRPING_AB_BEFORE^{commit}") ||
+		tb_die "KRPING_AB_BEFORE=$KRPING_AB_BEFORE: no such commit"
+	kver=$(tb_kver "$KVER")
+	abdir=$KRPING_CACHE/ab/$rev-$kver
+	if [[ ! -f $abdir/rdma_krping.ko ]]; then
+		rm -rf "$abdir"
+		mkdir -p "$abdir"
+		git -C "$REPO_DIR" archive "$rev" | tar -x -C "$abdir"
+		make -C "$(tb_kdir "$kver")" M="$abdir" CONFIG_RDMA_KRPING=m \
+			-j"$(nproc)" modules >"$abdir.log" 2>&1 ||
+			tb_die "building $KRPING_AB_BEFORE failed: $abdir.log"
+	fi
+	ab_args="--before-ko $abdir/rdma_krping.ko $ab_args"
+fi
+guest=(scripts/bench/guest.sh one "$TABLES" "${KRPING_UVERBS_ARGS:-}"
+	"${KRPING_FAULTS_ARGS:-}" "$ab_args")
 # vm-run boots every guest with tsc=reliable: left to the watchdog, the
 # guest may read the HPET, an emulated MMIO access of microseconds, on
 # every ktime_get_ns() of krping's samples (perftest reads the TSC itself).
@@ -100,11 +129,15 @@ else
 		"${guest[@]}" "$@" || rc=$?
 	out=$RESULTS/vm-$name/local
 fi
-# bench.* -> NAME.*, uverbs.* -> NAME-uverbs.*, faults.* -> NAME-faults.*
-for f in bench.json bench.txt uverbs.json uverbs.txt faults.json faults.txt; do
-	to=${f/bench/$name}
-	to=${to/uverbs/$name-uverbs}
-	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/${to/faults/$name-faults}"
+# bench.* -> NAME.*, uverbs.* -> NAME-uverbs.*, faults.* -> NAME-faults.*,
+# ab.* -> NAME-ab.*
+for f in bench.json bench.txt uverbs.json uverbs.txt faults.json faults.txt \
+	ab.json ab.txt; do
+	case $f in
+	bench.*) to=$name.${f#*.} ;;
+	*) to=$name-$f ;;
+	esac
+	[[ -f $out/$f ]] && cp "$out/$f" "$RESULTS/$to"
 done
 if want krping && [[ -f $RESULTS/$name.json ]]; then
 	tb_log "table: $RESULTS/$name.txt, JSON: $RESULTS/$name.json"
@@ -124,6 +157,12 @@ if want faults && [[ -f $RESULTS/$name-faults.txt ]]; then
 	tb_log "fault injection's cost: $RESULTS/$name-faults.txt"
 elif want faults; then
 	tb_log "no fault cost table (exit $rc); VM output in $RESULTS/vm-$name"
+	((rc)) || rc=1
+fi
+if want ab && [[ -f $RESULTS/$name-ab.txt ]]; then
+	tb_log "before and after $KRPING_AB_BEFORE: $RESULTS/$name-ab.txt"
+elif want ab; then
+	tb_log "no before/after table (exit $rc); VM output in $RESULTS/vm-$name"
 	((rc)) || rc=1
 fi
 tb_log "make $name took $(tb_elapsed "$start") s"
