@@ -109,7 +109,7 @@ def interrupt_when_running(argv, session, timeout):
     try:
         s = krping.wait_session(session, timeout)
         s.wait_state("running", timeout)
-        s._close()
+        s.close()
         p.send_signal(signal.SIGINT)
         try:
             _, err = p.communicate(timeout=timeout)
@@ -292,7 +292,7 @@ def test_run_both_sides_with_option_strings(name):
     try:
         s = krping.wait_session(name + "s")
         s.wait_state("listening", krping.SHORT_TIMEOUT)
-        s._close()
+        s.close()
         cp = cli("run", "-o", f"client,{opts},validate", "--name",
                  name + "c", "--json", check=0)
         sout, serr = srv.communicate(timeout=krping.TIMEOUT)
@@ -417,7 +417,7 @@ def test_interrupts_in_a_row_remove_sessions(name):
     try:
         s = krping.wait_session(name + "c")
         s.wait_state("running", krping.SHORT_TIMEOUT)
-        s._close()
+        s.close()
         deadline = time.monotonic() + krping.SHORT_TIMEOUT
         sent = 0
         while p.poll() is None and time.monotonic() < deadline:

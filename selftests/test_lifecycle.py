@@ -185,7 +185,7 @@ def test_stop_wakes_poll(pool):
         except Exception as e:          # reported below
             result["error"] = e
         finally:
-            w._close()
+            w.close()
 
     t = threading.Thread(target=waiter)
     t.start()
@@ -310,7 +310,7 @@ def test_state_file_of_removed_session(pool):
         with pytest.raises(OSError) as exc:
             w.wait_state("done", krping.SHORT_TIMEOUT)
     finally:
-        w._close()
+        w.close()
     assert exc.value.errno == errno.ENODEV
     assert time.monotonic() - t0 < 5
 

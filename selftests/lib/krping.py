@@ -23,10 +23,8 @@ import ctypes
 import errno
 import itertools
 import json
-import math
 import os
 import re
-import select
 import socket
 import subprocess
 import time
@@ -35,6 +33,14 @@ from pathlib import Path
 import pytest
 
 from . import single_host
+
+# The CLI's session classes (tools/krpinglib), extended below with what
+# the tests check.
+from krpinglib import remote as cli_remote
+from krpinglib import session as cli_session
+from krpinglib.errors import Refused
+from krpinglib.session import read_text, write_text  # noqa: F401
+from krpinglib.session import value_text as fmt
 
 CONFIGFS = Path(os.environ.get("KRPING_CONFIGFS", "/sys/kernel/config/krping"))
 SYSFS = Path(os.environ.get("KRPING_SYSFS", "/sys/kernel/krping"))
@@ -157,46 +163,6 @@ class StateTimeout(KrpingError):
     pass
 
 
-def fmt(value):
-    """Text form of a Python value as an attribute takes it."""
-    if value is True:
-        return "1"
-    if value is False:
-        return "0"
-    return str(value)
-
-
-def read_text(path):
-    """Read a small attribute file; strip exactly one trailing newline."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while True:
-            buf = os.read(fd, 4096)
-            if not buf:
-                break
-            chunks.append(buf)
-    finally:
-        os.close(fd)
-    text = b"".join(chunks).decode()
-    return text[:-1] if text.endswith("\n") else text
-
-
-def write_text(path, value):
-    """Write value in one write(2) call (configfs stores per write).
-
-    Raises OSError with the errno the kernel returned.
-    """
-    data = value if isinstance(value, bytes) else fmt(value).encode()
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        n = os.write(fd, data)
-    finally:
-        os.close(fd)
-    if n != len(data):
-        raise KrpingError(f"short write to {path}: {n} of {len(data)}")
-
-
 def write_errno(path, value):
     """Write and return 0 or the errno of the failure."""
     try:
@@ -300,41 +266,31 @@ def unique_name(prefix="k"):
     return f"{prefix}{next(_names)}"
 
 
-class Session:
-    """One krping session: configfs directory + sysfs results directory."""
+class SessionChecks:
+    """What the tests ask of a session, here or on the remote host, on
+    top of the CLI's session classes (tools/krpinglib): settings that
+    raise KrpingError or return an errno, waits that raise StateTimeout,
+    a one-line description for failure messages."""
 
-    def __init__(self, name, create=True):
-        self.name = name
-        self.cfg = CONFIGFS / name
-        self.sys = SYSFS / name
-        self._state_fd = None
-        self._stale = None
-        self.removed = False
-        if create:
-            os.mkdir(self.cfg)
-
-    def __repr__(self):
-        return f"Session({self.name!r})"
-
-    # --- configfs -------------------------------------------------------
-    def get(self, attr):
-        return read_text(self.cfg / attr)
-
-    def set(self, attr, value):
-        write_text(self.cfg / attr, value)
+    label = ""                  # after the name in messages
 
     def try_set(self, attr, value):
         """Set and return 0 or the errno of the refusal."""
-        return write_errno(self.cfg / attr, value)
+        try:
+            self.set(attr, value)
+        except OSError as e:
+            return e.errno
+        return 0
 
     def configure(self, **attrs):
-        for attr, value in attrs.items():
-            try:
-                self.set(attr, value)
-            except OSError as e:
-                raise KrpingError(
-                    f"{self.name}: {attr}={fmt(value)!r} refused: "
-                    f"{errname(e.errno)}") from e
+        """Write the attributes in order (a remote session: in one
+        command); the first refused one raises KrpingError."""
+        try:
+            self.apply(list(attrs.items()))
+        except Refused as e:
+            raise KrpingError(
+                f"{self.name}{self.label}: {e.attr}={fmt(e.value)!r} "
+                f"refused: {errname(e.errno)}") from e
         return self
 
     def config(self):
@@ -344,42 +300,80 @@ class Session:
         snap["start"] = self.get("start")
         return snap
 
-    def start(self):
-        """Write start=1. A wait_state() after this never accepts the end
-        state of the previous run: it needs a state change first."""
-        self._arm()
-        try:
-            self.set("start", 1)
-        except OSError:
-            self._stale = None
-            raise
-
     def try_start(self):
-        self._arm()
-        err = self.try_set("start", 1)
-        if err:
-            self._stale = None
-        return err
-
-    def stop(self):
-        self.set("start", 0)
+        """start(), returning 0 or the errno of the refusal."""
+        try:
+            self.start()
+        except OSError as e:
+            return e.errno
+        return 0
 
     @property
     def running(self):
         return self.get("start") == "1"
 
-    # --- sysfs ----------------------------------------------------------
-    @property
-    def state(self):
-        return read_text(self.sys / "state")
+    def stat(self, name):
+        return self.stats()[name]
 
-    @property
-    def error(self):
-        return int(read_text(self.sys / "error"))
+    def describe(self):
+        """One line for failure messages."""
+        try:
+            return (f"{self.name}{self.label}: state={self.state} "
+                    f"error={errname(self.error)} device={self.device!r} "
+                    f"stats={self.stats()}")
+        except Exception as e:          # for failure messages only
+            return f"{self.name}{self.label}: unreadable ({e})"
 
-    @property
-    def device(self):
-        return read_text(self.sys / "device")
+    def wait_state(self, states, timeout=TIMEOUT):
+        """Wait until the state is one of states; return it, or raise
+        StateTimeout after timeout seconds. After start(), the end state
+        of the previous run is not taken (the session's wait())."""
+        if isinstance(states, str):
+            states = (states,)
+        for s in states:
+            if s not in STATES:
+                raise ValueError(f"unknown state {s!r}")
+        seen = []
+        state = self.wait(states, timeout, seen=seen)
+        if state is None:
+            raise StateTimeout(
+                f"{self.name}{self.label}: no state in {states} within "
+                f"{timeout:g}s; seen {seen}; {self.describe()}")
+        return state
+
+    def expect_state(self, state, timeout=TIMEOUT):
+        """Wait for state or any end state; fail unless it is state."""
+        got = self.wait_state((state,) + tuple(s for s in TERMINAL
+                                               if s != state), timeout)
+        if got != state:
+            raise KrpingError(f"{self.name}{self.label}: expected {state}, "
+                              f"got {got}; {self.describe()}")
+        return got
+
+    def wait_end(self, timeout=TIMEOUT):
+        return self.wait_state(TERMINAL, timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self.removed:
+            self.remove()
+
+
+class Session(SessionChecks, cli_session.Session):
+    """One krping session on this host: configfs directory (cfg) and
+    sysfs results directory (sys), as Paths. A wait sleeps in poll() on
+    the sysfs state file."""
+
+    def __init__(self, name, create=True):
+        super().__init__(name, create)
+        self.cfg = Path(self.cfg)
+        self.sys = Path(self.sys)
+        self.removed = False
+
+    def __repr__(self):
+        return f"Session({self.name!r})"
 
     @property
     def failed_wc(self):
@@ -401,179 +395,33 @@ class Session:
         return {f.name: int(read_text(f)) for f in d.iterdir()
                 if f.is_file() and f.name not in NOT_INTS}
 
-    def describe(self):
-        """One line for failure messages."""
-        try:
-            return (f"{self.name}: state={self.state} error={errname(self.error)}"
-                    f" device={self.device!r} stats={self.stats()}")
-        except OSError as e:
-            return f"{self.name}: unreadable ({e})"
-
-    def _fd(self):
-        if self._state_fd is None:
-            self._state_fd = os.open(self.sys / "state", os.O_RDONLY)
-        return self._state_fd
-
-    def _read_state(self):
-        # Reading through the polled descriptor also re-arms kernfs' event
-        # counter: a later poll() only wakes for a change after this read.
-        fd = self._fd()
-        os.lseek(fd, 0, os.SEEK_SET)
-        return os.read(fd, 64).decode().strip()
-
-    def _arm(self):
-        state = self._read_state()
-        self._stale = state if state in TERMINAL else None
-
-    def _close(self):
-        if self._state_fd is not None:
-            os.close(self._state_fd)
-            self._state_fd = None
-
-    def wait_state(self, states, timeout=TIMEOUT):
-        """Sleep in poll() until state is one of states; return it.
-
-        Read, then poll for POLLPRI|POLLERR, seek 0 and reread; raise
-        StateTimeout after timeout seconds. After start(), the end state
-        of the previous run is not accepted until the state has changed.
-        """
-        if isinstance(states, str):
-            states = (states,)
-        for s in states:
-            if s not in STATES:
-                raise ValueError(f"unknown state {s!r}")
-        deadline = time.monotonic() + timeout
-        poller = select.poll()
-        poller.register(self._fd(), select.POLLPRI | select.POLLERR)
-        wakeups = 0
-        seen = []
-        while True:
-            if self._stale is not None and poller.poll(0):
-                self._stale = None          # a change happened since start
-            state = self._read_state()
-            if not seen or seen[-1] != state:
-                seen.append(state)
-            if state in states and state != self._stale:
-                return state
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise StateTimeout(
-                    f"{self.name}: no state in {states} within {timeout:g}s; "
-                    f"seen {seen}; {self.describe()}")
-            if poller.poll(math.ceil(remaining * 1000)):
-                wakeups += 1
-                # sysfs_notify coalesces; thousands of wakeups mean poll()
-                # returns without a change, i.e. the wait would spin.
-                if wakeups > 10000:
-                    raise KrpingError(
-                        f"{self.name}: state poll() keeps waking without a "
-                        f"change (seen {seen})")
-
-    def expect_state(self, state, timeout=TIMEOUT):
-        """Wait for state or any end state; fail unless it is state."""
-        got = self.wait_state((state,) + tuple(s for s in TERMINAL if s != state),
-                              timeout)
-        if got != state:
-            raise KrpingError(f"{self.name}: expected {state}, got {got}; "
-                              f"{self.describe()}")
-        return got
-
-    def wait_end(self, timeout=TIMEOUT):
-        return self.wait_state(TERMINAL, timeout)
-
-    # --- lifetime -------------------------------------------------------
     @property
     def exists(self):
         return self.cfg.exists()
 
     def remove(self):
         """rmdir the session; return how long rmdir took (seconds)."""
-        self._close()
+        self.close()
         t0 = time.monotonic()
         os.rmdir(self.cfg)
         self.removed = True
         return time.monotonic() - t0
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        if not self.removed:
-            self.remove()
-
-
-class RemoteSession(Session):
+class RemoteSession(SessionChecks, cli_remote.RemoteSession):
     """A session on the remote host of a two-host topology (lib/env.py),
-    driven through its remote's cmd() (lib/remote.py). Same interface as
-    Session; a wait polls the remote state file from a loop that runs
-    there, one ssh call per wait."""
+    driven through its remote's cmd() (lib/remote.py): each step one
+    command there, a wait one loop there."""
 
-    POLL = 0.1      # seconds between two reads of the remote state
+    label = " (remote)"
 
     def __init__(self, remote, name, create=True):
+        super().__init__(remote, name, create)
         self.remote = remote
-        self.name = name
-        self.cfg = f"{CONFIGFS}/{name}"
-        self.sys = f"{SYSFS}/{name}"
-        self._stale = None
         self.removed = False
-        if create:
-            self.remote.cmd(f"mkdir {self.cfg}")
 
     def __repr__(self):
         return f"RemoteSession({self.name!r} on {self.remote})"
-
-    def get(self, attr):
-        return self.remote.read(f"{self.cfg}/{attr}")
-
-    def set(self, attr, value):
-        self.remote.write(f"{self.cfg}/{attr}", fmt(value))
-
-    def try_set(self, attr, value):
-        try:
-            self.set(attr, value)
-        except OSError as e:
-            return e.errno
-        return 0
-
-    def configure(self, **attrs):
-        """All the writes in one remote command (one ssh round trip);
-        the first refused one is reported with its errno."""
-        if not attrs:
-            return self
-        import shlex
-        from lib.remote import errno_of
-        script = f"cd {self.cfg} && " + " && ".join(
-            f"{{ printf %s {shlex.quote(fmt(v))} > {a} || "
-            f"{{ echo {a} >&2; exit 1; }}; }}" for a, v in attrs.items())
-        cp = self.remote.cmd(script, check=False)
-        if cp.returncode:
-            lines = cp.stderr.strip().splitlines()
-            attr = lines[-1] if lines else "?"
-            err = errno_of("\n".join(lines[:-1]))
-            raise KrpingError(
-                f"{self.name} (remote): {attr}={fmt(attrs.get(attr))!r} "
-                f"refused: {errname(err)}")
-        return self
-
-    def _arm(self):
-        # start() and try_start() are Session's; they arm through this.
-        # Nothing to remember: the write of start sets the state to
-        # resolving before it returns (krping_session_start()), so an end
-        # state read after it is the new run's, however soon it ended.
-        self._stale = None
-
-    @property
-    def state(self):
-        return self.remote.read(f"{self.sys}/state")
-
-    @property
-    def error(self):
-        return int(self.remote.read(f"{self.sys}/error"))
-
-    @property
-    def device(self):
-        return self.remote.read(f"{self.sys}/device")
 
     @property
     def failed_wc(self):
@@ -585,9 +433,6 @@ class RemoteSession(Session):
         failed_wr, wc_status = (out.split("\n") + ["", ""])[:2]
         return failed_wr, wc_status
 
-    def stat(self, name):
-        return self.stats()[name]
-
     def stats(self):
         st = self.remote.read_ints(f"{self.sys}/stats")
         return {name: st[name] for name in STATS}
@@ -595,60 +440,17 @@ class RemoteSession(Session):
     def read_ints(self, directory):
         return self.remote.read_ints(f"{self.sys}/{directory}")
 
-    def describe(self):
-        try:
-            return (f"{self.name} (remote): state={self.state} "
-                    f"error={errname(self.error)} device={self.device!r} "
-                    f"stats={self.stats()}")
-        except Exception as e:          # for failure messages only
-            return f"{self.name} (remote): unreadable ({e})"
-
-    def _close(self):
-        pass
-
-    def wait_state(self, states, timeout=TIMEOUT):
-        """Wait until the remote state is one of states; return it."""
-        if isinstance(states, str):
-            states = (states,)
-        for s in states:
-            if s not in STATES:
-                raise ValueError(f"unknown state {s!r}")
-        want = " ".join(states)
-        # Prints the state reached, or "timeout <states seen>".
-        # Builtins but for sleep (lib/remote.py says why); the clock is
-        # /proc/uptime's whole seconds.
-        script = (f"f={self.sys}/state; seen=; "
-                  "read -r up _ < /proc/uptime || exit 2; "
-                  f"end=$(( ${{up%%.*}} + {math.ceil(timeout)} )); "
-                  "while :; do read -r s < $f || exit 2; "
-                  "case \" $seen \" in *\" $s \"*) ;; *) seen=\"$seen $s\";; esac; "
-                  f"case \" {want} \" in *\" $s \"*) "
-                  "echo $s; exit 0;; esac; "
-                  "read -r up _ < /proc/uptime || exit 2; "
-                  "[ ${up%%.*} -ge $end ] && { echo timeout$seen; exit 3; }; "
-                  f"sleep {self.POLL}; done")
-        cp = self.remote.cmd(script, check=False, timeout=timeout + 30)
-        out = cp.stdout.strip()
-        if cp.returncode == 0:
-            return out
-        if cp.returncode == 3:
-            raise StateTimeout(
-                f"{self.name} (remote): no state in {states} within "
-                f"{timeout:g}s; seen {out.split()[1:]}; {self.describe()}")
-        raise KrpingError(f"{self.name} (remote): cannot read its state: "
-                          f"{cp.stderr.strip()}")
-
     @property
     def exists(self):
         return self.remote.cmd(f"test -d {self.cfg}", check=False) \
             .returncode == 0
 
     def remove(self):
+        """rmdir the session there; return how long it took (seconds)."""
         t0 = time.monotonic()
         cp = self.remote.cmd(f"rmdir {self.cfg}", check=False)
         if cp.returncode:
-            from lib.remote import errno_of
-            err = errno_of(cp.stderr)
+            err = cli_remote.errno_of(cp.stderr)
             raise OSError(err, f"rmdir {self.cfg} (remote): "
                           f"{os.strerror(err)}")
         self.removed = True
@@ -729,7 +531,7 @@ class SessionPool:
         for s in reversed(self.sessions):
             if s.removed:
                 continue
-            s._close()
+            s.close()
             try:
                 if not s.exists:
                     continue

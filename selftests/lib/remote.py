@@ -28,7 +28,6 @@ once instead of hanging the suite. After the remote host lost its power
 or booted again, close_all() drops the open shells (lib/bed.py does).
 """
 
-import errno
 import os
 import secrets
 import selectors
@@ -38,8 +37,8 @@ import threading
 import time
 import weakref
 
-# Remote shells report a failed write as "...: write error: <strerror>".
-_ERRNO_OF = {os.strerror(e): e for e in errno.errorcode}
+from krpinglib.remote import errno_of
+
 
 # What the remote commands read, they read with the shell's builtins: under
 # TCG every program started there (cat, grep, date) costs 0.1 to 0.2 s of
@@ -71,14 +70,6 @@ class RemoteError(Exception):
         super().__init__(msg)
         self.returncode = returncode
         self.stderr = stderr
-
-
-def errno_of(stderr):
-    """The errno a shell's error message names (the text after the last
-    ': ' of its last line), or EIO when it names none."""
-    lines = stderr.strip().splitlines()
-    text = lines[-1].rsplit(": ", 1)[-1].strip() if lines else ""
-    return _ERRNO_OF.get(text, errno.EIO)
 
 
 # Every RemoteShell still open, for close_all().
@@ -192,7 +183,12 @@ class SshRemote:
         self._shell_lock = threading.Lock()
 
     def __repr__(self):
-        return f"SshRemote({' '.join(self.args)!r})"
+        return f"SshRemote({self.dest!r})"
+
+    @property
+    def dest(self):
+        """The host as ssh is given it (the CLI's sessions name it so)."""
+        return " ".join(self.args)
 
     def argv(self, command):
         """The ssh command line that runs command remotely."""

@@ -10,19 +10,31 @@ from .errors import CliError, describe_errno, errname
 from .prometheus import prometheus_text
 from .report import (figures, header, histogram_lines, print_json,
                      read_histogram, read_per_qp, row)
-from .session import (Session, check_module, read_text, session_names,
+from .session import (Session, check_module, session_names,
                       write_text)
+
+
+def existing(name):
+    """The session name, or CliError if there is none."""
+    try:
+        return Session(name, create=False)
+    except FileNotFoundError:
+        raise CliError(f"no session {name!r} "
+                       f"({os.path.join(session.CONFIGFS, name)} "
+                       f"missing)") from None
 
 
 def cmd_list(args):
     check_module()
     rows = []
     for name in session_names():
-        s = Session(name, create=False)
+        try:
+            s = Session(name, create=False)
+        except FileNotFoundError:
+            continue            # removed since it was listed
         try:
             rows.append((name, s.state, s.get("role"), s.get("test"),
-                         s.error(),
-                         read_text(os.path.join(s.sys, "device"))))
+                         s.error, s.device))
         except OSError:
             continue
         finally:
@@ -50,7 +62,7 @@ def cmd_show(args):
     all_res = []
     for name in args.names or session_names():
         try:
-            s = Session(name, create=False)
+            s = existing(name)
             res = s.results()
         except (CliError, OSError):
             if args.names:
@@ -97,7 +109,7 @@ def cmd_show(args):
 def cmd_stop(args):
     check_module()
     for name in args.names:
-        s = Session(name, create=False)
+        s = existing(name)
         s.stop()
         print(f"{name}: {s.state}")
         s.close()

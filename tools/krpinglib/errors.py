@@ -41,6 +41,18 @@ class CliError(Exception):
     """A problem to report in one line; exit status 2."""
 
 
+class Refused(OSError):
+    """A write the module refused: the kernel's errno, the attribute and
+    the value written, and the host (None: this one). The sessions raise
+    it; the command line turns it into its message (refused())."""
+
+    def __init__(self, err, attr, value, where=None):
+        super().__init__(err, os.strerror(err))
+        self.attr = attr
+        self.value = value
+        self.where = where
+
+
 class Interrupted(Exception):
     pass
 

@@ -2,7 +2,12 @@
 """A session on another host, reached with ssh: Ssh holds one shared
 connection, RemoteSession has the interface of session.Session with each
 step one shell command there. The remote host needs the module loaded and
-configfs mounted; nothing of krping's user space."""
+configfs mounted; nothing of krping's user space.
+
+RemoteSession takes any transport with cmd(command, check=False,
+timeout=None), which returns a CompletedProcess (text) and raises only
+when the command could not run, and dest, the host's name: Ssh here,
+the selftests' SshRemote (selftests/lib/remote.py) there."""
 
 import errno
 import math
@@ -10,8 +15,9 @@ import os
 import time
 
 from .abi import BANDWIDTH, FAILED_WC, LATENCY, PROGRESS, STATS
-from .errors import CliError, START_HINTS, describe_errno
+from .errors import CliError, Refused
 from .features import Features, parse as parse_features
+from .session import value_text
 
 # shlex, shutil, subprocess and tempfile are imported where a remote host
 # is used: they are more than half of the modules the CLI would load, and
@@ -47,7 +53,6 @@ class Ssh:
         self.dir = tempfile.mkdtemp(prefix="krping-ssh-")
         self.control = os.path.join(self.dir, "control")
         self.master = None
-        self._features = None
         self._open()
 
     def _base(self):
@@ -74,9 +79,10 @@ class Ssh:
             time.sleep(0.05)
         log.close()
 
-    def cmd(self, command, timeout=None):
+    def cmd(self, command, check=False, timeout=None):
         """Run a shell command there; a CompletedProcess (text). ssh's
-        own failure (exit 255) raises CliError."""
+        own failure (exit 255) raises CliError, and with check so does
+        the command's."""
         import subprocess
 
         try:
@@ -89,25 +95,15 @@ class Ssh:
                            f"{timeout or self.TIMEOUT:g}s") from None
         if cp.returncode == 255:
             raise CliError(f"{self.dest}: ssh failed: {cp.stderr.strip()}")
+        if check and cp.returncode:
+            raise CliError(f"{self.dest}: {command!r} exited "
+                           f"{cp.returncode}: {cp.stderr.strip()}")
         return cp
 
     def check_module(self):
         if self.cmd(f"test -d {REMOTE_CONFIGFS}").returncode:
             raise CliError(f"{REMOTE_CONFIGFS} not found on {self.dest}: "
                            f"load rdma_krping there (modprobe rdma_krping)")
-
-    def features(self):
-        """The host's features (read once; None inside: no such file)."""
-        if self._features is None:
-            cp = self.cmd(f"cat {REMOTE_CONFIGFS}/features")
-            options = None
-            if cp.returncode == 0:
-                options = parse_features(cp.stdout)
-            elif errno_of(cp.stderr) != errno.ENOENT:
-                raise CliError(f"{REMOTE_CONFIGFS}/features on {self.dest}: "
-                               f"{cp.stderr.strip()}")
-            self._features = Features(options, self.dest)
-        return self._features
 
     def close(self):
         import shutil
@@ -134,10 +130,47 @@ ERRNO_OF_TEXT = {os.strerror(e): e for e in errno.errorcode}
 
 
 def errno_of(stderr):
-    """The errno a remote shell's error message names, or EIO."""
+    """The errno a shell's error message names (the text after the last
+    ': ' of its last line), or EIO when it names none."""
     lines = stderr.strip().splitlines()
     text = lines[-1].rsplit(": ", 1)[-1].strip() if lines else ""
     return ERRNO_OF_TEXT.get(text, errno.EIO)
+
+
+def remote_features(transport):
+    """The features of the transport's host, read once (None inside: its
+    module has no features file)."""
+    features = getattr(transport, "krping_features", None)
+    if features is None:
+        cp = transport.cmd(f"cat {REMOTE_CONFIGFS}/features", check=False)
+        options = None
+        if cp.returncode == 0:
+            options = parse_features(cp.stdout)
+        elif errno_of(cp.stderr) != errno.ENOENT:
+            raise OSError(errno_of(cp.stderr), f"{REMOTE_CONFIGFS}/features "
+                          f"on {transport.dest}: {cp.stderr.strip()}")
+        features = Features(options, transport.dest)
+        transport.krping_features = features
+    return features
+
+
+def apply_script(directory, settings):
+    """One shell command writing each (attribute, value) of settings in
+    directory, in order, each in one write; it stops at the first
+    refused one and names it on the last line of its stderr."""
+    import shlex
+
+    return f"cd {directory} && " + " && ".join(
+        f"{{ printf %s {shlex.quote(value_text(v))} > {a} || "
+        f"{{ echo {a} >&2; exit 1; }}; }}" for a, v in settings)
+
+
+def refusal(cp, settings, where):
+    """Refused for the failed apply_script() cp."""
+    lines = cp.stderr.strip().splitlines()
+    attr = lines[-1] if lines else "?"
+    return Refused(errno_of("\n".join(lines[:-1])), attr,
+                   dict(settings).get(attr), where)
 
 
 # The remote wait's pause of 0.1 s without starting a program where the
@@ -159,48 +192,34 @@ class RemoteSession:
     # longer wait is several): bounds a loop that outlives this program.
     WAIT_CHUNK = 30
 
-    def __init__(self, ssh, name):
+    def __init__(self, ssh, name, create=True):
         self.ssh = ssh
         self.name = name
         self.cfg = f"{REMOTE_CONFIGFS}/{name}"
         self.sys = f"{REMOTE_SYSFS}/{name}"
         self.created = False
-        cp = ssh.cmd(f"mkdir {self.cfg}")
-        if cp.returncode:
-            err = errno_of(cp.stderr)
-            if err == errno.EEXIST:
-                raise CliError(f"session {name!r} exists already on "
-                               f"{ssh.dest}; pick another --name")
-            raise CliError(f"cannot create {self.cfg} on {ssh.dest}: "
-                           f"{cp.stderr.strip()}")
-        self.created = True
+        if create:
+            cp = ssh.cmd(f"mkdir {self.cfg}", check=False)
+            if cp.returncode:
+                err = errno_of(cp.stderr)
+                raise OSError(err, f"mkdir {self.cfg} on {ssh.dest}: "
+                              f"{os.strerror(err)}")
+            self.created = True
 
     def where(self):
         return self.ssh.dest
 
     def features(self):
-        return self.ssh.features()
+        return remote_features(self.ssh)
 
     def apply(self, settings):
-        """Write (attribute, value) pairs in order, in one command."""
-        import shlex
-
+        """Write (attribute, value) pairs in order, in one command; the
+        first refused one raises Refused."""
         if not settings:
             return
-        features = self.ssh.features()
-        features.check(settings)
-        script = f"cd {self.cfg} && " + " && ".join(
-            f"{{ printf %s {shlex.quote(str(v))} > {a} || "
-            f"{{ echo {a} >&2; exit 1; }}; }}" for a, v in settings)
-        cp = self.ssh.cmd(script)
+        cp = self.ssh.cmd(apply_script(self.cfg, settings), check=False)
         if cp.returncode:
-            lines = cp.stderr.strip().splitlines()
-            attr = lines[-1] if lines else "?"
-            value = dict(settings).get(attr)
-            err = errno_of("\n".join(lines[:-1]))
-            raise CliError(f"{self.name} on {self.ssh.dest}: {attr}="
-                           f"{value!r} refused: {describe_errno(err)}"
-                           f"{features.hint(attr)}")
+            raise refusal(cp, settings, self.ssh.dest)
 
     def set(self, attr, value):
         self.apply([(attr, value)])
@@ -208,7 +227,8 @@ class RemoteSession:
     def _cat(self, path):
         # the read builtin, cat only for the message of a failed open
         cp = self.ssh.cmd(f"{{ read -r l < {path}; }} 2>/dev/null && "
-                          f"printf '%s\\n' \"$l\" || cat {path}")
+                          f"printf '%s\\n' \"$l\" || cat {path}",
+                          check=False)
         if cp.returncode:
             raise OSError(errno_of(cp.stderr), f"{path} on {self.ssh.dest}")
         return cp.stdout.rstrip("\n")
@@ -223,27 +243,31 @@ class RemoteSession:
     def state(self):
         return self.read_state()
 
+    @property
     def error(self):
         return int(self._cat(f"{self.sys}/error"))
+
+    @property
+    def device(self):
+        return self._cat(f"{self.sys}/device")
 
     def close(self):
         pass
 
     def start(self):
-        cp = self.ssh.cmd(f"printf 1 > {self.cfg}/start")
-        if cp.returncode:
-            err = errno_of(cp.stderr)
-            hint = START_HINTS.get(err)
-            raise CliError(f"{self.name} on {self.ssh.dest}: start refused: "
-                           f"{describe_errno(err)}"
-                           + (f": {hint}" if hint else ""))
+        """Write start=1 (Refused if the module refuses). The write sets
+        the state to resolving before it returns (krping_session_start()),
+        so an end state a wait reads after it is the new run's, however
+        soon it ended."""
+        self.set("start", 1)
 
     def stop(self):
-        self.ssh.cmd(f"printf 0 > {self.cfg}/start 2>/dev/null")
+        self.ssh.cmd(f"printf 0 > {self.cfg}/start 2>/dev/null", check=False)
 
-    def wait(self, states, timeout=None):
+    def wait(self, states, timeout=None, seen=None):
         """Poll the remote state until it is in states; return it, or
-        None after timeout seconds (None: no limit). The write of start
+        None after timeout seconds (None: no limit); seen, a list, gets
+        the state it ends in (the loop runs there). The write of start
         sets the state to resolving before it returns
         (krping_session_start()), so after a start() an end state is
         that run's, however soon it ended."""
@@ -270,9 +294,12 @@ class RemoteSession:
                       "read -r up _ < /proc/uptime || exit 2; "
                       "[ ${up%%.*} -ge $end ] && exit 3; "
                       "nap; done")
-            cp = self.ssh.cmd(script, timeout=chunk + 30)
+            cp = self.ssh.cmd(script, check=False, timeout=chunk + 30)
             if cp.returncode == 0:
-                return cp.stdout.strip()
+                state = cp.stdout.strip()
+                if seen is not None:
+                    seen.append(state)
+                return state
             if cp.returncode != 3:
                 raise OSError(errno_of(cp.stderr),
                               f"{self.sys}/state on {self.ssh.dest}")
@@ -280,14 +307,14 @@ class RemoteSession:
                 return None
 
     def remove(self):
-        cp = self.ssh.cmd(f"rmdir {self.cfg}")
+        cp = self.ssh.cmd(f"rmdir {self.cfg}", check=False)
         if cp.returncode and errno_of(cp.stderr) != errno.ENOENT:
             raise OSError(errno_of(cp.stderr),
                           f"rmdir {self.cfg} on {self.ssh.dest}")
 
     def progress(self):
         cp = self.ssh.cmd(f"cd {self.sys}/progress && grep -H '' "
-                          + " ".join(PROGRESS))
+                          + " ".join(PROGRESS), check=False)
         values = dict(line.split(":", 1) for line in cp.stdout.splitlines()
                       if ":" in line)
         try:
@@ -301,7 +328,7 @@ class RemoteSession:
             f"cd {self.cfg} && grep -H '' role test size count mem_mode "
             f"options qps; cd {self.sys} && grep -rH '' state error device "
             "failed_wr wc_status stats latency bandwidth progress "
-            "2>/dev/null; true")
+            "2>/dev/null; true", check=False)
         values = {}
         for line in cp.stdout.splitlines():
             path, _, value = line.partition(":")
@@ -335,7 +362,7 @@ class RemoteSession:
     def read_result(self, path):
         """The text of a file under the session's sysfs directory there
         (path relative to it), or None if the module has no such file."""
-        cp = self.ssh.cmd(f"cat {self.sys}/{path}")
+        cp = self.ssh.cmd(f"cat {self.sys}/{path}", check=False)
         if cp.returncode:
             if errno_of(cp.stderr) == errno.ENOENT:
                 return None

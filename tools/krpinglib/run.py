@@ -10,13 +10,14 @@ import sys
 import time
 
 from .abi import MAX_SIZE, TERMINAL
-from .errors import ERROR_HINTS, CliError, Interrupted, errname
+from .errors import (ERROR_HINTS, CliError, Interrupted, describe_errno,
+                     errname)
 from .report import (Printer, failure_text, figures, print_histograms,
                      print_json, print_per_qp, read_histogram, read_per_qp,
                      rlat_note, run_ok)
 from .session import Session, check_module
 from .settings import (configure, default_count, effective_test,
-                       option_value, sizes_for)
+                       option_value, sizes_for, start)
 from .thresholds import (check_threshold_usage, check_thresholds,
                          given_thresholds)
 from .watch import Watch
@@ -67,15 +68,33 @@ class Runner:
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
         try:
             signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-            if remote:
-                from .remote import RemoteSession
-                sess = RemoteSession(self.ssh, self.prefix + suffix)
-            else:
-                sess = Session(self.prefix + suffix)
+            sess = self.make(self.prefix + suffix, remote)
             self.live.append(sess)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return sess
+
+    def make(self, name, remote):
+        """The session, or CliError saying why it could not be made."""
+        from .session import CONFIGFS
+        try:
+            if remote:
+                from .remote import RemoteSession
+                return RemoteSession(self.ssh, name)
+            return Session(name)
+        except FileExistsError:
+            where = (f"on {self.ssh.dest}" if remote
+                     else f"({os.path.join(CONFIGFS, name)})")
+            raise CliError(f"session {name!r} exists already {where}; pick "
+                           f"another --name or remove it with 'krping rm "
+                           f"{name}'{' there' if remote else ''}") from None
+        except OSError as e:
+            where = f" on {self.ssh.dest}" if remote else ""
+            raise CliError(f"cannot create session {name!r}{where}: "
+                           f"{describe_errno(e.errno)}"
+                           + (": run as root" if e.errno in (errno.EACCES,
+                                                            errno.EPERM)
+                              else "")) from None
 
     def finish(self, sess):
         sess.close()
@@ -129,10 +148,10 @@ class Runner:
                            a.remote_side == "client")
             configure(srv, a, "server", size, count)
             configure(cli, a, "client", size, count)
-            srv.start()
+            start(srv)
             st = srv.wait(("listening",) + TERMINAL, a.connect_timeout)
             if st != "listening":
-                err = srv.error()
+                err = srv.error
                 why = f"state {st or srv.state}"
                 if err:
                     why += f", error {err} ({errname(err)})"
@@ -142,7 +161,7 @@ class Runner:
                 raise CliError(f"server {srv.name}"
                                f"{' on ' + where if where else ''} did not "
                                f"listen ({why})")
-            cli.start()
+            start(cli)
             cst = self.wait_run(cli, timeout, count)
             # a client that ended normally lets the server end by itself
             sst = srv.wait(TERMINAL, 30 if cst == "done" else 5)
@@ -159,9 +178,9 @@ class Runner:
             role = sess.get("role")
             deadline = time.monotonic() + a.retry
             while True:
-                sess.start()
+                start(sess)
                 st = self.wait_run(sess, timeout, count)
-                err = sess.error()
+                err = sess.error
                 # in a sweep the peer may still be setting up its next size
                 if (st == "failed" and err == -errno.ECONNREFUSED
                         and role == "client" and time.monotonic() < deadline):

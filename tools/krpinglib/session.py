@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """A session on this host: its configfs directory (settings, start) and
-its sysfs directory (state and results), read and written directly."""
+its sysfs directory (state and results), read and written directly.
+The mechanism only: what the kernel refuses comes back as OSError (a
+refused write as errors.Refused), for the command line to word and for
+the selftests (selftests/lib/krping.py) to check."""
 
 import errno
 import os
@@ -8,7 +11,7 @@ import select
 import time
 
 from .abi import BANDWIDTH, FAILED_WC, LATENCY, PROGRESS, STATS, TERMINAL
-from .errors import CliError, START_HINTS, describe_errno
+from .errors import CliError, Refused
 from .features import Features, parse as parse_features
 
 CONFIGFS = os.environ.get("KRPING_CONFIGFS", "/sys/kernel/config/krping")
@@ -22,14 +25,25 @@ def read_text(path):
     return text[:-1] if text.endswith("\n") else text
 
 
+def value_text(value):
+    """The text an attribute takes for a Python value (a bool as 0/1)."""
+    if isinstance(value, bool):
+        return str(int(value))
+    return str(value)
+
+
 def write_text(path, value):
-    """One write(2); raises OSError with the kernel's errno."""
-    data = str(value).encode()
+    """value (bytes as they are) in one write(2), as configfs stores per
+    write; raises OSError with the kernel's errno, EIO for a short one."""
+    data = value if isinstance(value, bytes) else value_text(value).encode()
     fd = os.open(path, os.O_WRONLY)
     try:
-        os.write(fd, data)
+        n = os.write(fd, data)
     finally:
         os.close(fd)
+    if n != len(data):
+        raise OSError(errno.EIO, f"short write to {path}: {n} of "
+                      f"{len(data)} bytes")
 
 
 def read_int(path):
@@ -40,7 +54,9 @@ def read_int(path):
 
 
 class Session:
-    """One session: configfs settings plus sysfs results."""
+    """One session: configfs settings plus sysfs results. create makes
+    it (mkdir: FileExistsError, PermissionError, ...); without, a
+    missing one is FileNotFoundError."""
 
     def __init__(self, name, create=True):
         self.name = name
@@ -50,18 +66,11 @@ class Session:
         self.stale = None
         self.created = False
         if create:
-            try:
-                os.mkdir(self.cfg)
-            except FileExistsError:
-                raise CliError(f"session {name!r} exists already "
-                               f"({self.cfg}); pick another --name or "
-                               f"remove it with 'krping rm {name}'") from None
-            except PermissionError:
-                raise CliError(f"cannot create {self.cfg}: permission "
-                               f"denied (run as root)") from None
+            os.mkdir(self.cfg)
             self.created = True
         elif not os.path.isdir(self.cfg):
-            raise CliError(f"no session {name!r} ({self.cfg} missing)")
+            raise FileNotFoundError(errno.ENOENT, f"no session {name!r} "
+                                    f"({self.cfg} missing)", self.cfg)
 
     def where(self):
         """The host the session is on (None: this one)."""
@@ -74,21 +83,24 @@ class Session:
         try:
             write_text(os.path.join(self.cfg, attr), value)
         except OSError as e:
-            raise CliError(f"{self.name}: {attr}={value!r} refused: "
-                           f"{describe_errno(e.errno)}"
-                           f"{self.features().hint(attr)}") from None
+            raise Refused(e.errno, attr, value) from None
 
     def apply(self, settings):
-        """Write (attribute, value) pairs in order."""
-        self.features().check(settings)
+        """Write (attribute, value) pairs in order; the first refused
+        one raises Refused."""
         for attr, value in settings:
             self.set(attr, value)
 
     def get(self, attr):
         return read_text(os.path.join(self.cfg, attr))
 
+    @property
     def error(self):
         return int(read_text(os.path.join(self.sys, "error")))
+
+    @property
+    def device(self):
+        return read_text(os.path.join(self.sys, "device"))
 
     # -- state --------------------------------------------------------
     def _fd(self):
@@ -111,20 +123,16 @@ class Session:
             self.fd = None
 
     def start(self):
+        """Write start=1 (Refused if the module refuses). A wait after
+        it never takes the previous run's end state: it needs a state
+        change first."""
         state = self.read_state()
-        # a wait after start must not take the previous run's end state
         self.stale = state if state in TERMINAL else None
         try:
-            write_text(os.path.join(self.cfg, "start"), 1)
-        except OSError as e:
+            self.set("start", 1)
+        except OSError:
             self.stale = None
-            hint = START_HINTS.get(e.errno)
-            test = self.get("test")
-            if e.errno == errno.EOPNOTSUPP:
-                hint = f"the loaded module does not implement test {test!r}"
-            raise CliError(f"{self.name}: start refused: "
-                           f"{describe_errno(e.errno)}"
-                           + (f": {hint}" if hint else "")) from None
+            raise
 
     def stop(self):
         try:
@@ -132,16 +140,25 @@ class Session:
         except OSError:
             pass
 
-    def wait(self, states, timeout=None):
+    # poll() wakes for a change of the state file: this many wakeups
+    # without the state wanted mean it wakes without one, and the wait
+    # would spin.
+    MAX_WAKEUPS = 10000
+
+    def wait(self, states, timeout=None, seen=None):
         """Sleep in poll() until the state is in states; return it, or
-        None after timeout seconds (None: no limit)."""
+        None after timeout seconds (None: no limit). seen, a list, gets
+        each state read that differs from the one before."""
         deadline = None if timeout is None else time.monotonic() + timeout
         poller = select.poll()
         poller.register(self._fd(), select.POLLPRI | select.POLLERR)
+        wakeups = 0
         while True:
             if self.stale is not None and poller.poll(0):
                 self.stale = None
             state = self.read_state()
+            if seen is not None and (not seen or seen[-1] != state):
+                seen.append(state)
             if state in states and state != self.stale:
                 return state
             if deadline is None:
@@ -153,7 +170,12 @@ class Session:
                 wait_ms = max(1, int(left * 1000))
             # a state change, a signal (EINTR is retried by python) or
             # the deadline wakes us
-            poller.poll(wait_ms)
+            if poller.poll(wait_ms):
+                wakeups += 1
+                if wakeups > self.MAX_WAKEUPS:
+                    raise OSError(errno.EIO, f"{self.name}: state poll() "
+                                  f"keeps waking without a change "
+                                  f"(seen {seen})")
 
     def remove(self):
         self.close()
@@ -186,8 +208,8 @@ class Session:
             if r[k] is not None:
                 r[k] = int(r[k])
         r["state"] = self.read_state()
-        r["error"] = int(read_text(os.path.join(self.sys, "error")))
-        r["device"] = read_text(os.path.join(self.sys, "device"))
+        r["error"] = self.error
+        r["device"] = self.device
         for k in FAILED_WC:
             r[k] = self.read_result(k)
         r["stats"] = {k: read_int(os.path.join(self.sys, "stats", k))

@@ -3,7 +3,10 @@
 legacy option string (-o) they override, the test, role, count and
 sizes they make, and their writing to a session."""
 
+import errno
+
 from .abi import TESTS
+from .errors import START_HINTS, CliError, Refused, describe_errno
 
 ALL_SIZES = [1 << i for i in range(1, 24)]      # 2 B .. 8 MiB, like perftest -a
 
@@ -42,7 +45,34 @@ def configure(sess, args, role, size, count):
         if isinstance(value, bool):
             value = int(value)
         settings.append((attr, value))
-    sess.apply(settings)
+    features = sess.features()
+    features.check(settings)
+    try:
+        sess.apply(settings)
+    except Refused as e:
+        raise CliError(refused(sess, e, features.hint(e.attr))) from None
+
+
+def refused(sess, e, hint=""):
+    """The message of a write the module refused (e: errors.Refused)."""
+    where = f" on {e.where}" if e.where else ""
+    return (f"{sess.name}{where}: {e.attr}={e.value!r} refused: "
+            f"{describe_errno(e.errno)}{hint}")
+
+
+def start(sess):
+    """sess.start(), a refusal worded with what its errno usually means."""
+    try:
+        sess.start()
+    except Refused as e:
+        hint = START_HINTS.get(e.errno)
+        if e.errno == errno.EOPNOTSUPP:
+            hint = (f"the loaded module does not implement test "
+                    f"{sess.get('test')!r}")
+        where = f" on {e.where}" if e.where else ""
+        raise CliError(f"{sess.name}{where}: start refused: "
+                       f"{describe_errno(e.errno)}"
+                       + (f": {hint}" if hint else "")) from None
 
 
 def effective_test(args):

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import TOOLS
-from krpinglib import cli, session, settings
+from krpinglib import cli, features, session, settings
 
 KRPING = os.path.join(TOOLS, "krping")
 
@@ -114,6 +114,9 @@ def test_default_count_and_sizes():
 class Recorder:
     def __init__(self):
         self.settings = None
+
+    def features(self):
+        return features.Features(None, "this host")
 
     def apply(self, settings):
         self.settings = settings
