@@ -40,38 +40,39 @@
 static void krping_bench_local(const struct krping_run *run,
 			       struct ib_sge *sge)
 {
-	if (run->start_mr.mr) {
-		sge->addr = run->start_mr.mr->iova;
-		sge->lkey = run->start_mr.mr->lkey;
+	if (run->io.start_mr.mr) {
+		sge->addr = run->io.start_mr.mr->iova;
+		sge->lkey = run->io.start_mr.mr->lkey;
 	} else {
-		sge->addr = run->start_buf.dma;
-		sge->lkey = run->pd->local_dma_lkey;
+		sge->addr = run->io.start_buf.dma;
+		sge->lkey = run->conn.pd->local_dma_lkey;
 	}
 }
 
 static int krping_bench_setup(struct krping_run *run)
 {
 	const struct krping_options *o = run->opts;
-	u64 addr = run->rdma_buf.dma;
-	u32 rkey = run->pd->unsafe_global_rkey;
+	u64 addr = run->io.rdma_buf.dma;
+	u32 rkey = run->conn.pd->unsafe_global_rkey;
 	int local = IB_ACCESS_LOCAL_WRITE;
 	int ret;
 
 	/* iWARP places READ responses into the sink like WRITEs. */
-	if (rdma_protocol_iwarp(run->pd->device, run->conn_id->port_num))
+	if (rdma_protocol_iwarp(run->conn.pd->device,
+				run->conn.conn_id->port_num))
 		local |= IB_ACCESS_REMOTE_WRITE;
 
 	if (o->mem_mode == KRPING_MEM_REG) {
-		ret = krping_post_reg(run, &run->start_mr, local);
+		ret = krping_post_reg(run, &run->io.start_mr, local);
 		if (!ret)
-			ret = krping_post_reg(run, &run->rdma_mr,
+			ret = krping_post_reg(run, &run->io.rdma_mr,
 					      IB_ACCESS_LOCAL_WRITE |
 					      IB_ACCESS_REMOTE_READ |
 					      IB_ACCESS_REMOTE_WRITE);
 		if (ret)
 			return ret;
-		addr = run->rdma_mr.mr->iova;
-		rkey = run->rdma_mr.mr->rkey;
+		addr = run->io.rdma_mr.mr->iova;
+		rkey = run->io.rdma_mr.mr->rkey;
 	}
 
 	if (o->role == KRPING_ROLE_CLIENT) {
@@ -79,13 +80,14 @@ static int krping_bench_setup(struct krping_run *run)
 		if (ret)
 			return ret;
 	}
-	ret = krping_wait_count(run, &run->recv_count, ++run->recv_expected);
+	ret = krping_wait_count(run, &run->counts.recv,
+				++run->counts.recv_expected);
 	if (ret)
 		return ret;
-	run->peer_addr = be64_to_cpu(run->rx.buf);
-	run->peer_rkey = be32_to_cpu(run->rx.rkey);
+	run->bench.peer_addr = be64_to_cpu(run->io.rx.buf);
+	run->bench.peer_rkey = be32_to_cpu(run->io.rx.rkey);
 	/* Both sides must run the same size; a smaller sink cannot take it. */
-	if (be32_to_cpu(run->rx.size) < o->size)
+	if (be32_to_cpu(run->io.rx.size) < o->size)
 		return -EMSGSIZE;
 	/* The SEND benchmarks post receives of their own (bench_send.c). */
 	if (o->test == KRPING_TEST_SLAT || o->test == KRPING_TEST_SBW)
@@ -107,12 +109,12 @@ static int krping_bench_finish(struct krping_run *run)
 	int ret = 0;
 
 	/* A passive side waits here the whole test: do not spin. */
-	run->lazy = true;
+	run->wait.lazy = true;
 	if (client)
 		ret = krping_post_fin(run);
 	if (!ret)
-		ret = krping_wait_count(run, &run->recv_count,
-					++run->recv_expected);
+		ret = krping_wait_count(run, &run->counts.recv,
+					++run->counts.recv_expected);
 	if (ret)
 		return ret;
 	/*
@@ -145,14 +147,14 @@ static void krping_bench_ended(struct krping_run *run)
 	u64 end;
 	u32 i;
 
-	run->measured_end_ns = ktime_get_ns();
-	end = run->measured_end_ns;
+	run->bench.measured_end_ns = ktime_get_ns();
+	end = run->bench.measured_end_ns;
 	if (grp) {
 		/* Fully ordered: the last run sees every other's end. */
 		if (atomic_inc_return(&grp->measured) != grp->n)
 			return;
 		for (i = 0; i < grp->n; i++)
-			end = max(end, grp->runs[i]->measured_end_ns);
+			end = max(end, grp->runs[i]->bench.measured_end_ns);
 	}
 	WRITE_ONCE(run->sess->progress.end_ns, end);
 }
@@ -165,6 +167,8 @@ static void krping_bench_ended(struct krping_run *run)
  */
 int krping_bench(struct krping_run *run)
 {
+	const struct krping_plan *plan = &run->conn.plan;
+	struct krping_bench_state *b = &run->bench;
 	const struct krping_options *o = run->opts;
 	int ret;
 
@@ -172,11 +176,11 @@ int krping_bench(struct krping_run *run)
 	 * krping_options_validate() and krping_plan_follow() keep count +
 	 * warmup within 32 bits.
 	 */
-	run->warmup = run->plan.warmup;
-	run->total = run->plan.count ? run->plan.count + run->plan.warmup : 0;
-	run->timed = run->plan.duration_ms;
-	run->fin_empty = run->timed && (o->test == KRPING_TEST_SLAT ||
-					o->test == KRPING_TEST_SBW);
+	b->warmup = plan->warmup;
+	b->total = plan->count ? plan->count + plan->warmup : 0;
+	b->timed = plan->duration_ms;
+	b->fin_empty = b->timed && (o->test == KRPING_TEST_SLAT ||
+				    o->test == KRPING_TEST_SBW);
 
 	ret = krping_bench_setup(run);
 	if (!ret)
@@ -217,7 +221,7 @@ int krping_bench(struct krping_run *run)
  * krping_bench_post() - post one RDMA READ, WRITE or SEND of the whole buffer
  * @run: the run
  * @opcode: IB_WR_RDMA_READ, IB_WR_RDMA_WRITE or IB_WR_SEND
- * @cqe: completion handler; run->rdma_cqe counts one operation
+ * @cqe: completion handler; run->io.rdma_cqe counts one operation
  * @signaled: ask for a completion (errors complete anyway)
  *
  * Between start_buf and the peer's sink (a SEND: the receive the peer
@@ -239,25 +243,26 @@ int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 			.sg_list = &sge,
 			.num_sge = 1,
 		},
-		.remote_addr = run->peer_addr,
-		.rkey = run->peer_rkey,
+		.remote_addr = run->bench.peer_addr,
+		.rkey = run->bench.peer_rkey,
 	};
 	int ret;
 
 	krping_bench_local(run, &sge);
-	if (run->rdma_posted - krping_read_count(&run->rdma_count) >= depth) {
-		run->draining = true;
-		ret = krping_wait_count(run, &run->rdma_count,
-					run->rdma_posted - depth + 1);
-		run->draining = false;
+	if (run->bench.rdma_posted - krping_read_count(&run->counts.rdma) >=
+	    depth) {
+		run->wait.draining = true;
+		ret = krping_wait_count(run, &run->counts.rdma,
+					run->bench.rdma_posted - depth + 1);
+		run->wait.draining = false;
 		if (ret)
 			return ret;
 	}
-	run->rdma_len = sge.length;
-	run->rdma_opcode = opcode;
-	ret = ib_post_send(run->qp, &wr.wr, NULL);
+	run->io.rdma_len = sge.length;
+	run->io.rdma_opcode = opcode;
+	ret = ib_post_send(run->conn.qp, &wr.wr, NULL);
 	if (!ret)
-		run->rdma_posted++;
+		run->bench.rdma_posted++;
 	return ret;
 }
 
@@ -279,10 +284,10 @@ static void krping_bench_measure(struct krping_run *run)
 	u64 now = ktime_get_ns();
 
 	krping_bench_started(run, now);
-	if (run->timed && run->opts->role == KRPING_ROLE_CLIENT)
-		run->deadline_ns = now +
-				   (u64)run->plan.duration_ms * NSEC_PER_MSEC;
-	WRITE_ONCE(run->measuring, true);
+	if (run->bench.timed && run->opts->role == KRPING_ROLE_CLIENT)
+		run->bench.deadline_ns = now + (u64)run->conn.plan.duration_ms *
+					       NSEC_PER_MSEC;
+	WRITE_ONCE(run->bench.measuring, true);
 }
 
 /**
@@ -297,8 +302,9 @@ static void krping_bench_measure(struct krping_run *run)
  */
 bool krping_bench_peer_done(const struct krping_run *run)
 {
-	return run->timed && run->opts->role != KRPING_ROLE_CLIENT &&
-	       krping_read_count(&run->recv_count) != run->recv_expected;
+	return run->bench.timed && run->opts->role != KRPING_ROLE_CLIENT &&
+	       krping_read_count(&run->counts.recv) !=
+	       run->counts.recv_expected;
 }
 
 /**
@@ -316,13 +322,14 @@ bool krping_bench_peer_done(const struct krping_run *run)
  */
 bool krping_bench_next(struct krping_run *run, u64 i)
 {
-	if (krping_bench_begins(i, run->warmup))
+	if (krping_bench_begins(i, run->bench.warmup))
 		krping_bench_measure(run);
-	if (!krping_bench_within(i, run->total))
+	if (!krping_bench_within(i, run->bench.total))
 		return false;
 	if (krping_bench_peer_done(run))
 		return false;
-	return !run->deadline_ns || ktime_get_ns() < run->deadline_ns;
+	return !run->bench.deadline_ns ||
+	       ktime_get_ns() < run->bench.deadline_ns;
 }
 
 /**
@@ -335,7 +342,7 @@ bool krping_bench_next(struct krping_run *run, u64 i)
  */
 void krping_bench_sample(struct krping_run *run, u64 i, u64 ns)
 {
-	if (!krping_bench_measured(i, run->warmup))
+	if (!krping_bench_measured(i, run->bench.warmup))
 		return;
 	krping_lat_add(&run->lat, ns);
 	atomic64_inc(&run->sess->progress.samples);
@@ -355,7 +362,7 @@ void krping_bench_progress(struct krping_run *run, u64 first, u32 n,
 			   u64 bytes)
 {
 	struct krping_progress *p = &run->sess->progress;
-	u32 measured = krping_bench_measured_n(first, n, run->warmup);
+	u32 measured = krping_bench_measured_n(first, n, run->bench.warmup);
 
 	if (!measured)
 		return;

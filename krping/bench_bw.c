@@ -27,7 +27,7 @@
  */
 static u32 krping_bw_batch(const struct krping_run *run, u64 done)
 {
-	return krping_bw_batch_end(done, run->bw_every, run->warmup,
+	return krping_bw_batch_end(done, run->bw_every, run->bench.warmup,
 				   atomic64_read(&run->bw_total)) - done;
 }
 
@@ -37,7 +37,7 @@ static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krping_stats *st = run->stats;
 	bool send = wc->opcode == IB_WC_SEND;
 	/* Only the CQ's handlers, one at a time, write the counter. */
-	u64 done = atomic64_read(&run->rdma_count);
+	u64 done = atomic64_read(&run->counts.rdma);
 	u32 n;
 
 	if (!krping_wc_ok(run, wc, send ? KRPING_WR_SEND :
@@ -45,19 +45,19 @@ static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	n = krping_bw_batch(run, done);
 	atomic64_add(n, send ? &st->send_msgs : &st->write_msgs);
-	atomic64_add((u64)n * run->rdma_len,
+	atomic64_add((u64)n * run->io.rdma_len,
 		     send ? &st->send_bytes : &st->write_bytes);
-	krping_bench_progress(run, done, n, run->rdma_len);
+	krping_bench_progress(run, done, n, run->io.rdma_len);
 	krping_heard(run);
 	WRITE_ONCE(run->bw_last_ns, ktime_get_ns());
-	krping_count_add(&run->rdma_count, n);
+	krping_count_add(&run->counts.rdma, n);
 	krping_wake(run);
 }
 
 /* Does operation @i ask for a completion (see krping_bw_batch())? */
 static bool krping_bw_signaled(const struct krping_run *run, u64 i)
 {
-	return krping_bw_signaled_at(i, run->bw_every, run->warmup,
+	return krping_bw_signaled_at(i, run->bw_every, run->bench.warmup,
 				     atomic64_read(&run->bw_total));
 }
 
@@ -85,7 +85,7 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 
 	/* A quarter of the queue per completion keeps the queue flowing. */
 	run->bw_every = max_t(u32, o->txdepth / 4, 1);
-	atomic64_set(&run->bw_total, run->total);
+	atomic64_set(&run->bw_total, run->bench.total);
 	run->bw_cqe.done = krping_bw_done;
 
 	/*
@@ -94,9 +94,9 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 	 * clock.
 	 */
 	for (i = 0; ; i++) {
-		if (i && krping_bench_begins(i, run->warmup)) {
-			ret = krping_wait_count(run, &run->rdma_count,
-						run->rdma_posted);
+		if (i && krping_bench_begins(i, run->bench.warmup)) {
+			ret = krping_wait_count(run, &run->counts.rdma,
+						run->bench.rdma_posted);
 			if (ret)
 				break;
 		}
@@ -110,7 +110,7 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 				break;
 			atomic64_set(&run->bw_total, i + 1);
 		}
-		if (krping_bench_begins(i, run->warmup))
+		if (krping_bench_begins(i, run->bench.warmup))
 			start = ktime_get_ns();
 		if (opcode == IB_WR_SEND)
 			ret = krping_sbw_wait_grant(run, i);
@@ -121,19 +121,19 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 			break;
 	}
 	if (!ret) {
-		run->draining = true;
-		ret = krping_wait_count(run, &run->rdma_count,
-					run->rdma_posted);
-		run->draining = false;
+		run->wait.draining = true;
+		ret = krping_wait_count(run, &run->counts.rdma,
+					run->bench.rdma_posted);
+		run->wait.draining = false;
 	}
 
 	/*
 	 * What completed counts, also when the run was cut short, up to the
 	 * time its last completion was seen.
 	 */
-	done = krping_read_count(&run->rdma_count);
-	if (start && done > run->warmup) {
-		run->bw_msgs = done - run->warmup;
+	done = krping_read_count(&run->counts.rdma);
+	if (start && done > run->bench.warmup) {
+		run->bw_msgs = done - run->bench.warmup;
 		run->bw_bytes = run->bw_msgs * o->size;
 		run->bw_ns = max(READ_ONCE(run->bw_last_ns), start + 1) - start;
 		run->bw_start_ns = start;

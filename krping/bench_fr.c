@@ -46,7 +46,7 @@ static int krping_fr_post(struct krping_run *run, struct krping_mr *m)
 
 	/* Unsignaled: a failure still completes, and the INV reports. */
 	reg.wr.opcode = IB_WR_REG_MR;
-	reg.wr.wr_cqe = &run->reg_cqe;
+	reg.wr.wr_cqe = &run->io.reg_cqe;
 	reg.wr.next = &inv;
 	reg.mr = m->mr;
 	reg.key = m->mr->rkey;
@@ -56,7 +56,7 @@ static int krping_fr_post(struct krping_run *run, struct krping_mr *m)
 	inv.wr_cqe = &run->fr_cqe;
 	inv.send_flags = IB_SEND_SIGNALED;
 	inv.ex.invalidate_rkey = m->mr->rkey;
-	return ib_post_send(run->qp, &reg.wr, NULL);
+	return ib_post_send(run->conn.qp, &reg.wr, NULL);
 }
 
 int krping_bench_fr(struct krping_run *run)
@@ -77,7 +77,7 @@ int krping_bench_fr(struct krping_run *run)
 		return -ENOMEM;
 	for (run->fr_nmrs = 0; run->fr_nmrs < nmrs; run->fr_nmrs++) {
 		ret = krping_mr_alloc(run, &run->fr_mrs[run->fr_nmrs],
-				      &run->start_buf);
+				      &run->io.start_buf);
 		if (ret)
 			return ret;
 	}
@@ -88,10 +88,10 @@ int krping_bench_fr(struct krping_run *run)
 	 */
 	while (krping_bench_next(run, done)) {
 		end = done + nmrs;
-		if (done < run->warmup)
-			end = min_t(u64, end, run->warmup);
-		if (run->total)
-			end = min_t(u64, end, run->total);
+		if (done < run->bench.warmup)
+			end = min_t(u64, end, run->bench.warmup);
+		if (run->bench.total)
+			end = min_t(u64, end, run->bench.total);
 		batch = end - done;
 		for (i = 0; i < batch; i++) {
 			ret = krping_fr_post(run, &run->fr_mrs[i]);

@@ -31,13 +31,13 @@
 static int krping_spin_tag(struct krping_run *run, u8 tag)
 {
 	u32 last = run->opts->size - 1;
-	const u8 *p = (const u8 *)run->rdma_buf.addr + last;
-	struct ib_device *dev = run->pd->device;
+	const u8 *p = (const u8 *)run->io.rdma_buf.addr + last;
+	struct ib_device *dev = run->conn.pd->device;
 	unsigned int n = 0;
 	int ret;
 
 	for (;;) {
-		ib_dma_sync_single_for_cpu(dev, run->rdma_buf.dma + last, 1,
+		ib_dma_sync_single_for_cpu(dev, run->io.rdma_buf.dma + last, 1,
 					   DMA_BIDIRECTIONAL);
 		if (READ_ONCE(*p) == tag)
 			return 0;
@@ -57,11 +57,12 @@ static int krping_wlat_write(struct krping_run *run, u8 tag)
 {
 	u32 last = run->opts->size - 1;
 
-	((u8 *)run->start_buf.addr)[last] = tag;
-	ib_dma_sync_single_for_device(run->pd->device,
-				      run->start_buf.dma + last, 1,
+	((u8 *)run->io.start_buf.addr)[last] = tag;
+	ib_dma_sync_single_for_device(run->conn.pd->device,
+				      run->io.start_buf.dma + last, 1,
 				      DMA_BIDIRECTIONAL);
-	return krping_bench_post(run, IB_WR_RDMA_WRITE, &run->rdma_cqe, true);
+	return krping_bench_post(run, IB_WR_RDMA_WRITE, &run->io.rdma_cqe,
+				 true);
 }
 
 int krping_bench_wlat(struct krping_run *run)
@@ -101,7 +102,8 @@ int krping_bench_wlat(struct krping_run *run)
 		krping_bench_progress(run, i, 1, run->opts->size);
 	}
 	/* Every write completed before the closing message. */
-	return krping_wait_count(run, &run->rdma_count, run->rdma_posted);
+	return krping_wait_count(run, &run->counts.rdma,
+				 run->bench.rdma_posted);
 }
 
 /*
@@ -124,17 +126,17 @@ int krping_bench_rlat(struct krping_run *run)
 		return 0;
 
 	start = ktime_get_ns();
-	ret = krping_bench_post(run, IB_WR_RDMA_READ, &run->rdma_cqe, true);
+	ret = krping_bench_post(run, IB_WR_RDMA_READ, &run->io.rdma_cqe, true);
 	for (i = 0; !ret; i++) {
-		ret = krping_wait_count(run, &run->rdma_count,
-					run->rdma_posted);
+		ret = krping_wait_count(run, &run->counts.rdma,
+					run->bench.rdma_posted);
 		if (ret)
 			break;
 		now = ktime_get_ns();
 		more = krping_bench_next(run, i + 1);
 		if (more)
 			ret = krping_bench_post(run, IB_WR_RDMA_READ,
-						&run->rdma_cqe, true);
+						&run->io.rdma_cqe, true);
 		krping_bench_sample(run, i, now - start);
 		atomic64_inc(&st->iterations);
 		krping_bench_progress(run, i, 1, run->opts->size);

@@ -69,11 +69,12 @@ static bool krping_data_recv_ok(struct krping_run *run, struct ib_wc *wc)
  */
 static bool krping_data_recv_fin(struct krping_run *run, struct ib_wc *wc)
 {
-	if (!run->fin_empty || wc->status != IB_WC_SUCCESS || wc->byte_len)
+	if (!run->bench.fin_empty || wc->status != IB_WC_SUCCESS ||
+	    wc->byte_len)
 		return false;
 	atomic64_inc(&run->stats->recv_msgs);
 	krping_heard(run);
-	krping_count_inc(&run->recv_count);
+	krping_count_inc(&run->counts.recv);
 	krping_count_inc(&run->data_count);
 	krping_wake(run);
 	return true;
@@ -97,9 +98,9 @@ static void krping_data_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (!krping_wc_ok(run, wc, KRPING_WR_SEND))
 		return;
 	atomic64_inc(&st->send_msgs);
-	atomic64_add(run->rdma_len, &st->send_bytes);
+	atomic64_add(run->io.rdma_len, &st->send_bytes);
 	krping_heard(run);
-	krping_count_inc(&run->rdma_count);
+	krping_count_inc(&run->counts.rdma);
 	krping_wake(run);
 }
 
@@ -116,14 +117,14 @@ static int krping_bench_post_data_recv(struct krping_run *run)
 		.num_sge = 1,
 	};
 
-	if (run->rdma_mr.mr) {
-		sge.addr = run->rdma_mr.mr->iova;
-		sge.lkey = run->rdma_mr.mr->lkey;
+	if (run->io.rdma_mr.mr) {
+		sge.addr = run->io.rdma_mr.mr->iova;
+		sge.lkey = run->io.rdma_mr.mr->lkey;
 	} else {
-		sge.addr = run->rdma_buf.dma;
-		sge.lkey = run->pd->local_dma_lkey;
+		sge.addr = run->io.rdma_buf.dma;
+		sge.lkey = run->conn.pd->local_dma_lkey;
 	}
-	return ib_post_recv(run->qp, &wr, NULL);
+	return ib_post_recv(run->conn.qp, &wr, NULL);
 }
 
 /* SEND our buffer; its completion counts in rdma_count. */
@@ -143,7 +144,7 @@ int krping_bench_slat(struct krping_run *run)
 	/* The first data receive was posted by krping_bench_send_setup(). */
 	for (i = 0; krping_bench_next(run, i); i++) {
 		/* A timed run's closing message comes into a data receive. */
-		bool last = !run->timed && i + 1 == run->total;
+		bool last = !run->bench.timed && i + 1 == run->bench.total;
 
 		if (client) {
 			if (i) {
@@ -188,7 +189,8 @@ int krping_bench_slat(struct krping_run *run)
 			return ret;
 	}
 	/* Every SEND completed before the closing message. */
-	return krping_wait_count(run, &run->rdma_count, run->rdma_posted);
+	return krping_wait_count(run, &run->counts.rdma,
+				 run->bench.rdma_posted);
 }
 
 /*
@@ -198,9 +200,9 @@ int krping_bench_slat(struct krping_run *run)
  */
 static u64 krping_sbw_limit(const struct krping_run *run)
 {
-	if (!run->total)
+	if (!run->bench.total)
 		return 0;
-	return (u64)run->total + (run->fin_empty ? 1 : 0);
+	return (u64)run->bench.total + (run->bench.fin_empty ? 1 : 0);
 }
 
 /*
@@ -217,7 +219,7 @@ static int krping_sbw_grant(struct krping_run *run)
 	struct ib_sge sge = {
 		.addr = run->grant_buf.dma,
 		.length = sizeof(__be64),
-		.lkey = run->pd->local_dma_lkey,
+		.lkey = run->conn.pd->local_dma_lkey,
 	};
 	struct ib_rdma_wr wr = {
 		.wr = {
@@ -227,8 +229,8 @@ static int krping_sbw_grant(struct krping_run *run)
 			.sg_list = &sge,
 			.num_sge = 1,
 		},
-		.remote_addr = run->peer_addr,
-		.rkey = run->peer_rkey,
+		.remote_addr = run->bench.peer_addr,
+		.rkey = run->bench.peer_rkey,
 	};
 	int ret;
 
@@ -238,10 +240,10 @@ static int krping_sbw_grant(struct krping_run *run)
 	    !(limit && grant == limit))
 		return 0;
 	*src = cpu_to_be64(grant);
-	ib_dma_sync_single_for_device(run->pd->device, run->grant_buf.dma,
+	ib_dma_sync_single_for_device(run->conn.pd->device, run->grant_buf.dma,
 				      sizeof(__be64), DMA_TO_DEVICE);
 	run->sbw_granting = true;
-	ret = ib_post_send(run->qp, &wr.wr, NULL);
+	ret = ib_post_send(run->conn.qp, &wr.wr, NULL);
 	if (ret) {
 		run->sbw_granting = false;
 		return ret;
@@ -282,7 +284,7 @@ static int krping_sbw_post_recvs(struct krping_run *run)
 		if (ret)
 			return ret;
 		run->sbw_posted++;
-		if (!run->fin_empty && limit && run->sbw_posted == limit)
+		if (!run->bench.fin_empty && limit && run->sbw_posted == limit)
 			ret = krping_post_recv(run);
 		if (ret)
 			return ret;
@@ -300,7 +302,7 @@ static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (krping_data_recv_fin(run, wc) || !krping_data_recv_ok(run, wc))
 		return;
 	/* The server's measured part begins with the first measured SEND. */
-	if (krping_bench_begins(i, run->warmup))
+	if (krping_bench_begins(i, run->bench.warmup))
 		krping_bench_started(run, ktime_get_ns());
 	krping_bench_progress(run, i, 1, wc->byte_len);
 	krping_count_inc(&run->data_count);
@@ -313,11 +315,11 @@ static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 /* The highest grant the server has written, at most krping_sbw_limit(). */
 static u64 krping_sbw_read_grant(struct krping_run *run)
 {
-	const struct krping_buf *b = &run->rdma_buf;
+	const struct krping_buf *b = &run->io.rdma_buf;
 	u64 limit = krping_sbw_limit(run);
 	u64 grant;
 
-	ib_dma_sync_single_for_cpu(run->pd->device, b->dma, sizeof(__be64),
+	ib_dma_sync_single_for_cpu(run->conn.pd->device, b->dma, sizeof(__be64),
 				   b->dir);
 	grant = be64_to_cpu(READ_ONCE(*(__be64 *)b->addr));
 	if (limit)
@@ -342,18 +344,18 @@ int krping_sbw_wait_grant(struct krping_run *run, u64 sent)
 	int seen, ret;
 
 	for (;;) {
-		seen = atomic_read(&run->events);
+		seen = atomic_read(&run->wait.events);
 		if (sent < krping_sbw_read_grant(run))
 			return 0;
 		ret = krping_check(run);
 		if (ret)
 			return ret;
-		if (run->poll) {
+		if (run->wait.poll) {
 			krping_spin_yield();
 			continue;
 		}
-		wait_event_interruptible_hrtimeout(run->wq,
-						   atomic_read(&run->events) != seen ||
+		wait_event_interruptible_hrtimeout(run->wait.wq,
+						   atomic_read(&run->wait.events) != seen ||
 						   krping_should_stop(run),
 						   ns_to_ktime(KRPING_GRANT_NAP_NS));
 	}
@@ -383,14 +385,15 @@ int krping_bench_send_setup(struct krping_run *run)
 
 int krping_bench_sbw(struct krping_run *run)
 {
-	u32 total = run->total;
+	u32 total = run->bench.total;
 	int ret;
 
 	if (run->opts->role == KRPING_ROLE_CLIENT) {
 		ret = krping_bench_stream(run, IB_WR_SEND);
 		/* A timed run's empty closing SEND takes a receive too. */
-		if (!ret && run->fin_empty)
-			ret = krping_sbw_wait_grant(run, run->rdma_posted);
+		if (!ret && run->bench.fin_empty)
+			ret = krping_sbw_wait_grant(run,
+						    run->bench.rdma_posted);
 		return ret;
 	}
 	/*
@@ -400,9 +403,9 @@ int krping_bench_sbw(struct krping_run *run)
 	 * message; an endless one gets none (its receive is never posted)
 	 * and ends when the client goes.
 	 */
-	if (run->timed || !total)
-		ret = krping_wait_count(run, &run->recv_count,
-					run->recv_expected + 1);
+	if (run->bench.timed || !total)
+		ret = krping_wait_count(run, &run->counts.recv,
+					run->counts.recv_expected + 1);
 	else
 		ret = krping_wait_count(run, &run->data_count, total);
 	/* The closing message counted in data_count too. */

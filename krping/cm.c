@@ -55,13 +55,15 @@ void krping_take_hello(struct krping_run *run,
 		       const struct rdma_cm_event *ev,
 		       const struct krping_hello *hello)
 {
-	run->peer_hello = true;
-	run->peer.count = be32_to_cpu(hello->count);
-	run->peer_plan = ev->param.conn.private_data_len >= sizeof(*hello) &&
+	struct krping_conn *conn = &run->conn;
+
+	conn->peer_hello = true;
+	conn->peer.count = be32_to_cpu(hello->count);
+	conn->peer_plan = ev->param.conn.private_data_len >= sizeof(*hello) &&
 			 (be32_to_cpu(hello->flags) & KRPING_HELLO_PLAN);
-	if (run->peer_plan) {
-		run->peer.warmup = be32_to_cpu(hello->warmup);
-		run->peer.duration_ms = be32_to_cpu(hello->duration_ms);
+	if (conn->peer_plan) {
+		conn->peer.warmup = be32_to_cpu(hello->warmup);
+		conn->peer.duration_ms = be32_to_cpu(hello->duration_ms);
 	}
 }
 
@@ -91,10 +93,10 @@ int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		set_bit(KRPING_CM_ADDR_RESOLVED, &run->cm_flags);
+		set_bit(KRPING_CM_ADDR_RESOLVED, &run->conn.cm_flags);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		set_bit(KRPING_CM_ROUTE_RESOLVED, &run->cm_flags);
+		set_bit(KRPING_CM_ROUTE_RESOLVED, &run->conn.cm_flags);
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		hello = krping_hello_of(ev);
@@ -108,24 +110,26 @@ int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		 * of its own, whose requests reach this handler in parallel:
 		 * the one that sets the bit takes the run.
 		 */
-		if (test_and_set_bit(KRPING_CM_REQUEST_TAKEN, &run->cm_flags))
+		if (test_and_set_bit(KRPING_CM_REQUEST_TAKEN,
+				     &run->conn.cm_flags))
 			return -EBUSY;
 		if (hello)
 			krping_take_hello(run, ev, hello);
 		/* Pairs with smp_load_acquire() in krping_accept(). */
-		smp_store_release(&run->child, id);
+		smp_store_release(&run->conn.child, id);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		/* The client learns from the accept how the run ends. */
 		hello = krping_hello_of(ev);
 		if (run->opts->role == KRPING_ROLE_CLIENT && hello) {
 			krping_take_hello(run, ev, hello);
-			run->server_leaves_first = be32_to_cpu(hello->flags) &
-						   KRPING_HELLO_LEAVES_FIRST;
+			run->conn.server_leaves_first =
+				be32_to_cpu(hello->flags) &
+				KRPING_HELLO_LEAVES_FIRST;
 		}
 		/* Pairs with smp_rmb() in krping_wait_cm(). */
 		smp_mb__before_atomic();
-		set_bit(KRPING_CM_ESTABLISHED, &run->cm_flags);
+		set_bit(KRPING_CM_ESTABLISHED, &run->conn.cm_flags);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 		krping_fail(run, ev->status < 0 ? ev->status : -EHOSTUNREACH);
@@ -143,7 +147,7 @@ int krping_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		krping_fail(run, ev->status < 0 ? ev->status : -ECONNABORTED);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		WRITE_ONCE(run->disconnected, true);
+		WRITE_ONCE(run->wait.disconnected, true);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		krping_fail(run, -ENODEV);
@@ -165,16 +169,16 @@ void krping_set_port(struct sockaddr_storage *ss, u16 port)
 
 static int krping_create_id(struct krping_run *run)
 {
-	run->cm_id = rdma_create_id(&init_net, krping_cm_handler, run,
-				    RDMA_PS_TCP, IB_QPT_RC);
-	if (IS_ERR(run->cm_id)) {
-		int ret = PTR_ERR(run->cm_id);
+	run->conn.cm_id = rdma_create_id(&init_net, krping_cm_handler, run,
+					 RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(run->conn.cm_id)) {
+		int ret = PTR_ERR(run->conn.cm_id);
 
-		run->cm_id = NULL;
+		run->conn.cm_id = NULL;
 		return ret;
 	}
 	if (run->opts->tos)
-		rdma_set_service_type(run->cm_id, run->opts->tos);
+		rdma_set_service_type(run->conn.cm_id, run->opts->tos);
 	return 0;
 }
 
@@ -210,28 +214,30 @@ static void krping_conn_param(struct rdma_conn_param *p,
  */
 static void krping_plan_end(struct krping_run *run)
 {
+	struct krping_conn *conn = &run->conn;
 	const struct krping_options *o = run->opts;
 
-	krping_plan_of(o, &run->plan);
+	krping_plan_of(o, &conn->plan);
 	if (o->test != KRPING_TEST_PING) {
-		if (run->peer_plan)
-			run->plan_error = krping_plan_follow(o, &run->peer,
-							     &run->plan);
-		run->server_leaves_first = true;
+		if (conn->peer_plan)
+			conn->plan_error = krping_plan_follow(o, &conn->peer,
+							      &conn->plan);
+		conn->server_leaves_first = true;
 	} else {
-		if (!run->plan.count && run->peer_hello)
-			run->plan.count = run->peer.count;
-		run->server_leaves_first = run->peer_hello && run->plan.count;
+		if (!conn->plan.count && conn->peer_hello)
+			conn->plan.count = conn->peer.count;
+		conn->server_leaves_first = conn->peer_hello &&
+					    conn->plan.count;
 	}
 	pr_debug("%s: %s client, count %u, the %s disconnects first\n",
-		 krping_run_name(run), run->peer_hello ? "krping" : "foreign",
-		 run->plan.count,
-		 run->server_leaves_first ? "server" : "client");
+		 krping_run_name(run), conn->peer_hello ? "krping" : "foreign",
+		 conn->plan.count,
+		 conn->server_leaves_first ? "server" : "client");
 	if (o->test != KRPING_TEST_PING)
 		pr_debug("%s: plan: count %u, warmup %u, duration_ms %u%s\n",
-			 krping_run_name(run), run->plan.count, run->plan.warmup,
-			 run->plan.duration_ms,
-			 run->plan_error ? ", not the client's" : "");
+			 krping_run_name(run), conn->plan.count,
+			 conn->plan.warmup, conn->plan.duration_ms,
+			 conn->plan_error ? ", not the client's" : "");
 }
 
 /**
@@ -242,6 +248,7 @@ static void krping_plan_end(struct krping_run *run)
  */
 int krping_connect(struct krping_run *run)
 {
+	struct krping_conn *conn = &run->conn;
 	struct sockaddr_storage dst = run->opts->addr;
 	struct rdma_conn_param param;
 	struct krping_hello hello;
@@ -252,35 +259,36 @@ int krping_connect(struct krping_run *run)
 	if (ret)
 		return ret;
 
-	ret = rdma_resolve_addr(run->cm_id, NULL, (struct sockaddr *)&dst,
+	ret = rdma_resolve_addr(conn->cm_id, NULL, (struct sockaddr *)&dst,
 				KRPING_RESOLVE_TIMEOUT_MS);
 	if (!ret)
 		ret = krping_wait_cm(run, KRPING_CM_ADDR_RESOLVED);
 	if (!ret)
-		ret = rdma_resolve_route(run->cm_id, KRPING_RESOLVE_TIMEOUT_MS);
+		ret = rdma_resolve_route(conn->cm_id,
+					 KRPING_RESOLVE_TIMEOUT_MS);
 	if (!ret)
 		ret = krping_wait_cm(run, KRPING_CM_ROUTE_RESOLVED);
 	if (ret)
 		return ret;
 
 	krping_run_state(run, KRPING_STATE_CONNECTING);
-	ret = krping_setup(run, run->cm_id);
+	ret = krping_setup(run, conn->cm_id);
 	if (!ret)
 		ret = krping_post_recv(run);
 	if (ret)
 		return ret;
 
-	krping_plan_of(run->opts, &run->plan);
-	krping_conn_param(&param, &hello, krping_hello_group(run), &run->plan);
-	ret = rdma_connect(run->cm_id, &param);
+	krping_plan_of(run->opts, &conn->plan);
+	krping_conn_param(&param, &hello, krping_hello_group(run), &conn->plan);
+	ret = rdma_connect(conn->cm_id, &param);
 	if (!ret)
 		ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
 	/* A server that does not follow our plan ends with -EINVAL too. */
-	if (!ret && run->opts->test != KRPING_TEST_PING && run->peer_plan &&
-	    !krping_plans_agree(&run->plan, &run->peer)) {
+	if (!ret && run->opts->test != KRPING_TEST_PING && conn->peer_plan &&
+	    !krping_plans_agree(&conn->plan, &conn->peer)) {
 		pr_debug("%s: the server's plan is count %u, warmup %u, duration_ms %u\n",
-			 krping_run_name(run), run->peer.count, run->peer.warmup,
-			 run->peer.duration_ms);
+			 krping_run_name(run), conn->peer.count,
+			 conn->peer.warmup, conn->peer.duration_ms);
 		return -EINVAL;
 	}
 	return ret;
@@ -296,6 +304,7 @@ int krping_connect(struct krping_run *run)
  */
 int krping_accept(struct krping_run *run)
 {
+	struct krping_conn *conn = &run->conn;
 	struct sockaddr_storage src = run->opts->addr;
 	struct rdma_conn_param param;
 	struct krping_hello hello;
@@ -309,20 +318,20 @@ int krping_accept(struct krping_run *run)
 		if (ret)
 			return ret;
 
-		ret = rdma_bind_addr(run->cm_id, (struct sockaddr *)&src);
+		ret = rdma_bind_addr(conn->cm_id, (struct sockaddr *)&src);
 		if (!ret)
-			ret = rdma_listen(run->cm_id, KRPING_LISTEN_BACKLOG);
+			ret = rdma_listen(conn->cm_id, KRPING_LISTEN_BACKLOG);
 		if (ret)
 			return ret;
 
 		krping_session_set_state(run->sess, KRPING_STATE_LISTENING);
 	}
-	ret = wait_event_interruptible(run->wq,
-				       READ_ONCE(run->child) ||
+	ret = wait_event_interruptible(run->wait.wq,
+				       READ_ONCE(conn->child) ||
 				       krping_broken(run) ||
 				       krping_should_stop(run));
 	/* Pairs with smp_store_release() in krping_cm_handler(). */
-	child = smp_load_acquire(&run->child);
+	child = smp_load_acquire(&conn->child);
 	if (!child)
 		return krping_wait_result(run, ret);
 
@@ -340,15 +349,15 @@ int krping_accept(struct krping_run *run)
 	if (!ret) {
 		krping_plan_end(run);
 		krping_conn_param(&param, &hello, krping_hello_group(run) |
-				  (run->server_leaves_first ?
-				   KRPING_HELLO_LEAVES_FIRST : 0), &run->plan);
+				  (conn->server_leaves_first ?
+				   KRPING_HELLO_LEAVES_FIRST : 0), &conn->plan);
 		/* Outside the CM handler rdma_accept() needs the lock. */
 		rdma_lock_handler(child);
 		ret = rdma_accept(child, &param);
 		rdma_unlock_handler(child);
 		if (!ret) {
 			ret = krping_wait_cm(run, KRPING_CM_ESTABLISHED);
-			if (!run->plan_error || ret == -EINTR)
+			if (!conn->plan_error || ret == -EINTR)
 				return ret;
 			/*
 			 * A client whose plan we do not follow learns ours
@@ -359,7 +368,7 @@ int krping_accept(struct krping_run *run)
 			if (!ret)
 				ret = krping_wait_disconnect(run,
 							     KRPING_FLUSH_TIMEOUT);
-			return ret == -EINTR ? ret : run->plan_error;
+			return ret == -EINTR ? ret : conn->plan_error;
 		}
 	}
 	/*

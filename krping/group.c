@@ -33,7 +33,7 @@ int krping_group_barrier(struct krping_run *run)
 	if (atomic_inc_return(&grp->ready) == grp->n)
 		for (i = 0; i < grp->n; i++)
 			krping_wake(grp->runs[i]);
-	ret = wait_event_interruptible(run->wq,
+	ret = wait_event_interruptible(run->wait.wq,
 				       atomic_read(&grp->ready) == grp->n ||
 				       krping_broken(run) ||
 				       krping_should_stop(run));
@@ -77,14 +77,14 @@ static int krping_listen_handler(struct rdma_cm_id *id,
 	run = grp->runs[index];
 
 	spin_lock(&grp->lock);
-	if (run->closed || run->child) {
+	if (run->closed || run->conn.child) {
 		ret = -EBUSY;
 	} else {
 		krping_take_hello(run, ev, hello);
 		id->context = run;
 		id->event_handler = krping_cm_handler;
 		/* Pairs with smp_load_acquire() in krping_accept(). */
-		smp_store_release(&run->child, id);
+		smp_store_release(&run->conn.child, id);
 	}
 	spin_unlock(&grp->lock);
 	if (!ret)

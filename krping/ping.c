@@ -66,7 +66,7 @@ static int krping_advertise(struct krping_run *run, struct krping_buf *b,
 			    struct krping_mr *m, int access, bool last)
 {
 	u64 addr = b->dma;
-	u32 rkey = run->pd->unsafe_global_rkey;
+	u32 rkey = run->conn.pd->unsafe_global_rkey;
 	int ret;
 
 	if (run->opts->mem_mode == KRPING_MEM_REG) {
@@ -77,21 +77,21 @@ static int krping_advertise(struct krping_run *run, struct krping_buf *b,
 		rkey = m->mr->rkey;
 	}
 	ret = krping_send_msg(run, addr, rkey, b->size, 0);
-	if (ret == -ECONNRESET && last && READ_ONCE(run->peer_left) &&
-	    !READ_ONCE(run->error) &&
-	    krping_read_count(&run->recv_count) > run->recv_expected) {
+	if (ret == -ECONNRESET && last && READ_ONCE(run->wait.peer_left) &&
+	    !READ_ONCE(run->wait.error) &&
+	    krping_read_count(&run->counts.recv) > run->counts.recv_expected) {
 		pr_debug("%s: the server left before the ACK of our last SEND\n",
 			 config_item_name(&run->sess->item));
 		krping_count_send(run);
 		ret = 0;
 	}
 	if (!ret)
-		ret = krping_wait_count(run, &run->recv_count,
-					++run->recv_expected);
+		ret = krping_wait_count(run, &run->counts.recv,
+					++run->counts.recv_expected);
 	if (ret)
 		return ret;
 	/* server_inv: the go-ahead already invalidated the key. */
-	if (m->mr && run->rx_inv_rkey == m->mr->rkey)
+	if (m->mr && run->io.rx_inv_rkey == m->mr->rkey)
 		m->valid = false;
 	return last ? 0 : krping_post_recv(run);
 }
@@ -100,8 +100,8 @@ static int krping_client_loop(struct krping_run *run)
 {
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = run->stats;
-	char *src = run->start_buf.addr, *dst = run->rdma_buf.addr;
-	struct ib_device *dev = run->pd->device;
+	char *src = run->io.start_buf.addr, *dst = run->io.rdma_buf.addr;
+	struct ib_device *dev = run->conn.pd->device;
 	char start = 'A';
 	u64 iter;
 	int ret;
@@ -112,23 +112,24 @@ static int krping_client_loop(struct krping_run *run)
 		krping_fill(src, o->size, iter, &start);
 		/* Anything but the expected data, so that a lost WRITE shows. */
 		memset(dst, ~src[0], o->size);
-		ib_dma_sync_single_for_device(dev, run->start_buf.dma, o->size,
-					      DMA_BIDIRECTIONAL);
-		ib_dma_sync_single_for_device(dev, run->rdma_buf.dma, o->size,
-					      DMA_BIDIRECTIONAL);
+		ib_dma_sync_single_for_device(dev, run->io.start_buf.dma,
+					      o->size, DMA_BIDIRECTIONAL);
+		ib_dma_sync_single_for_device(dev, run->io.rdma_buf.dma,
+					      o->size, DMA_BIDIRECTIONAL);
 
-		ret = krping_advertise(run, &run->start_buf, &run->start_mr,
+		ret = krping_advertise(run, &run->io.start_buf,
+				       &run->io.start_mr,
 				       IB_ACCESS_REMOTE_READ, false);
 		if (!ret)
-			ret = krping_advertise(run, &run->rdma_buf,
-					       &run->rdma_mr,
+			ret = krping_advertise(run, &run->io.rdma_buf,
+					       &run->io.rdma_mr,
 					       IB_ACCESS_LOCAL_WRITE |
 					       IB_ACCESS_REMOTE_WRITE,
 					       o->count && iter + 1 == o->count);
 		if (ret)
 			return ret;
 
-		ib_dma_sync_single_for_cpu(dev, run->rdma_buf.dma, o->size,
+		ib_dma_sync_single_for_cpu(dev, run->io.rdma_buf.dma, o->size,
 					   DMA_BIDIRECTIONAL);
 		/* The peer wrote these bytes: escape what is not printable. */
 		if (o->verbose)
@@ -145,7 +146,7 @@ static int krping_client_loop(struct krping_run *run)
 		atomic64_inc(&st->iterations);
 	}
 	/* A krping server leaves once its last go-ahead has completed. */
-	if (run->server_leaves_first && run->peer.count == o->count)
+	if (run->conn.server_leaves_first && run->conn.peer.count == o->count)
 		return krping_wait_disconnect(run, KRPING_LINGER_TIMEOUT);
 	return 0;
 }
@@ -156,13 +157,14 @@ static int krping_server_recv_adv(struct krping_run *run, u64 *addr,
 {
 	int ret;
 
-	ret = krping_wait_count(run, &run->recv_count, ++run->recv_expected);
+	ret = krping_wait_count(run, &run->counts.recv,
+				++run->counts.recv_expected);
 	if (ret)
 		return ret;
-	*addr = be64_to_cpu(run->rx.buf);
-	*rkey = be32_to_cpu(run->rx.rkey);
-	*len = be32_to_cpu(run->rx.size);
-	if (!*len || *len > run->rdma_buf.size)
+	*addr = be64_to_cpu(run->io.rx.buf);
+	*rkey = be32_to_cpu(run->io.rx.rkey);
+	*len = be32_to_cpu(run->io.rx.size);
+	if (!*len || *len > run->io.rdma_buf.size)
 		return -EMSGSIZE;
 	return krping_post_recv(run);
 }
@@ -172,22 +174,22 @@ static int krping_server_rdma(struct krping_run *run, bool read, u64 addr,
 			      u32 rkey, u32 len)
 {
 	struct ib_sge sge = {
-		.addr = run->rdma_buf.dma,
+		.addr = run->io.rdma_buf.dma,
 		.length = len,
-		.lkey = run->pd->local_dma_lkey,
+		.lkey = run->conn.pd->local_dma_lkey,
 	};
 	struct krping_mr *reg = NULL;
 	enum ib_wr_opcode opcode = IB_WR_RDMA_WRITE;
 	int access = IB_ACCESS_LOCAL_WRITE;
 
 	if (krping_server_registers(run, read))
-		reg = &run->rdma_mr;
+		reg = &run->io.rdma_mr;
 	if (read) {
 		opcode = run->opts->read_inv && reg ?
 			 IB_WR_RDMA_READ_WITH_INV : IB_WR_RDMA_READ;
 		/* iWARP places READ responses into the sink like WRITEs. */
-		if (rdma_protocol_iwarp(run->pd->device,
-					run->conn_id->port_num))
+		if (rdma_protocol_iwarp(run->conn.pd->device,
+					run->conn.conn_id->port_num))
 			access |= IB_ACCESS_REMOTE_WRITE;
 	}
 	return krping_rdma(run, opcode, &sge, addr, rkey, reg, access);
@@ -209,8 +211,8 @@ static int krping_server_answer(struct krping_run *run, u32 invalidate_rkey,
 	int ret;
 
 	ret = krping_send_msg(run, 0, 0, 0, invalidate_rkey);
-	if (ret != -ECONNRESET || !last || !READ_ONCE(run->peer_left) ||
-	    READ_ONCE(run->error))
+	if (ret != -ECONNRESET || !last || !READ_ONCE(run->wait.peer_left) ||
+	    READ_ONCE(run->wait.error))
 		return ret;
 	pr_debug("%s: the client left before the ACK of our last SEND\n",
 		 config_item_name(&run->sess->item));
@@ -220,6 +222,7 @@ static int krping_server_answer(struct krping_run *run, u32 invalidate_rkey,
 
 static int krping_server_loop(struct krping_run *run)
 {
+	const struct krping_plan *plan = &run->conn.plan;
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = run->stats;
 	u64 addr, t0, iter = 0;
@@ -227,17 +230,18 @@ static int krping_server_loop(struct krping_run *run)
 	int ret;
 
 	for (;;) {
-		if (run->plan.count && iter == run->plan.count)
-			return run->server_leaves_first ? 0 :
+		if (plan->count && iter == plan->count)
+			return run->conn.server_leaves_first ? 0 :
 			       krping_wait_disconnect(run,
 						      KRPING_LINGER_TIMEOUT);
 
 		ret = krping_server_recv_adv(run, &addr, &rkey, &len);
 		/*
 		 * A client that leaves between iterations is a clean end; a
-		 * connection lost under us (run->error) is not.
+		 * connection lost under us (run->wait.error) is not.
 		 */
-		if (ret == -ECONNRESET && !o->count && !READ_ONCE(run->error))
+		if (ret == -ECONNRESET && !o->count &&
+		    !READ_ONCE(run->wait.error))
 			return 0;
 		t0 = ktime_get_ns();
 		if (!ret)
@@ -252,8 +256,8 @@ static int krping_server_loop(struct krping_run *run)
 		/* With count=0, any iteration may be the client's last. */
 		if (!ret)
 			ret = krping_server_answer(run, o->server_inv ? rkey : 0,
-						   !run->plan.count ||
-						   iter + 1 == run->plan.count);
+						   !plan->count ||
+						   iter + 1 == plan->count);
 		if (ret)
 			return ret;
 		krping_lat_add(&run->lat, ktime_get_ns() - t0);

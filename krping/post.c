@@ -39,7 +39,7 @@ bool krping_wc_ok(struct krping_run *run, struct ib_wc *wc, enum krping_wr wr)
 	if (likely(wc->status == IB_WC_SUCCESS))
 		return true;
 	if (wc->status == IB_WC_WR_FLUSH_ERR) {
-		WRITE_ONCE(run->flushed, true);
+		WRITE_ONCE(run->wait.flushed, true);
 		krping_wake(run);
 	} else {
 		pr_debug("%s: %s failed: %s (vendor error %#x)\n",
@@ -56,10 +56,10 @@ static void krping_count_fin(struct krping_run *run)
 {
 	struct krping_stats *st = run->stats;
 
-	if (atomic_xchg(&run->fin_counted, 1))
+	if (atomic_xchg(&run->bench.fin_counted, 1))
 		return;
 	atomic64_inc(&st->send_msgs);
-	if (!run->fin_empty)
+	if (!run->bench.fin_empty)
 		atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
 }
 
@@ -74,18 +74,18 @@ static void krping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krping_fail(run, -EPROTO);
 		return;
 	}
-	ib_dma_sync_single_for_cpu(run->pd->device, run->recv_buf.dma,
+	ib_dma_sync_single_for_cpu(run->conn.pd->device, run->io.recv_buf.dma,
 				   KRPING_MSG_SIZE, DMA_FROM_DEVICE);
-	memcpy(&run->rx, run->recv_buf.addr, KRPING_MSG_SIZE);
-	run->rx_inv_rkey = wc->wc_flags & IB_WC_WITH_INVALIDATE ?
+	memcpy(&run->io.rx, run->io.recv_buf.addr, KRPING_MSG_SIZE);
+	run->io.rx_inv_rkey = wc->wc_flags & IB_WC_WITH_INVALIDATE ?
 			   wc->ex.invalidate_rkey : 0;
 	atomic64_inc(&st->recv_msgs);
 	atomic64_add(wc->byte_len, &st->recv_bytes);
 	/* Once the closing SEND is out, the only message left is the answer. */
-	if (READ_ONCE(run->fin_posted))
+	if (READ_ONCE(run->bench.fin_posted))
 		krping_count_fin(run);
 	krping_heard(run);
-	krping_count_inc(&run->recv_count);
+	krping_count_inc(&run->counts.recv);
 	krping_wake(run);
 }
 
@@ -100,7 +100,7 @@ static void krping_fin_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
 
-	if (wc->status != IB_WC_SUCCESS && atomic_read(&run->fin_counted))
+	if (wc->status != IB_WC_SUCCESS && atomic_read(&run->bench.fin_counted))
 		return;
 	if (!krping_wc_ok(run, wc, KRPING_WR_SEND))
 		return;
@@ -119,7 +119,7 @@ static void krping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	atomic64_inc(&st->send_msgs);
 	atomic64_add(KRPING_MSG_SIZE, &st->send_bytes);
 	krping_heard(run);
-	krping_count_inc(&run->send_count);
+	krping_count_inc(&run->counts.send);
 	krping_wake(run);
 }
 
@@ -128,18 +128,18 @@ static void krping_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krping_run *run = cq->cq_context;
 	struct krping_stats *st = run->stats;
 
-	if (!krping_wc_ok(run, wc, run->rdma_opcode == IB_WR_RDMA_WRITE ?
+	if (!krping_wc_ok(run, wc, run->io.rdma_opcode == IB_WR_RDMA_WRITE ?
 			  KRPING_WR_RDMA_WRITE : KRPING_WR_RDMA_READ))
 		return;
 	if (wc->opcode == IB_WC_RDMA_READ) {
 		atomic64_inc(&st->read_msgs);
-		atomic64_add(run->rdma_len, &st->read_bytes);
+		atomic64_add(run->io.rdma_len, &st->read_bytes);
 	} else {
 		atomic64_inc(&st->write_msgs);
-		atomic64_add(run->rdma_len, &st->write_bytes);
+		atomic64_add(run->io.rdma_len, &st->write_bytes);
 	}
 	krping_heard(run);
-	krping_count_inc(&run->rdma_count);
+	krping_count_inc(&run->counts.rdma);
 	krping_wake(run);
 }
 
@@ -156,30 +156,31 @@ static void krping_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 int krping_post_recv(struct krping_run *run)
 {
 	struct ib_sge sge = {
-		.addr = run->recv_buf.dma,
+		.addr = run->io.recv_buf.dma,
 		.length = KRPING_MSG_SIZE,
-		.lkey = run->pd->local_dma_lkey,
+		.lkey = run->conn.pd->local_dma_lkey,
 	};
 	struct ib_recv_wr wr = {
-		.wr_cqe = &run->recv_cqe,
+		.wr_cqe = &run->io.recv_cqe,
 		.sg_list = &sge,
 		.num_sge = 1,
 	};
 
-	ib_dma_sync_single_for_device(run->pd->device, run->recv_buf.dma,
-				      KRPING_MSG_SIZE, DMA_FROM_DEVICE);
-	return ib_post_recv(run->qp, &wr, NULL);
+	ib_dma_sync_single_for_device(run->conn.pd->device,
+				      run->io.recv_buf.dma, KRPING_MSG_SIZE,
+				      DMA_FROM_DEVICE);
+	return ib_post_recv(run->conn.qp, &wr, NULL);
 }
 
 /* Post one advertisement, signaled, completing on @cqe. */
 static int krping_post_msg(struct krping_run *run, struct ib_cqe *cqe,
 			   u64 addr, u32 rkey, u32 size, u32 invalidate_rkey)
 {
-	struct krping_rdma_info *info = run->send_buf.addr;
+	struct krping_rdma_info *info = run->io.send_buf.addr;
 	struct ib_sge sge = {
-		.addr = run->send_buf.dma,
+		.addr = run->io.send_buf.dma,
 		.length = KRPING_MSG_SIZE,
-		.lkey = run->pd->local_dma_lkey,
+		.lkey = run->conn.pd->local_dma_lkey,
 	};
 	struct ib_send_wr wr = {
 		.wr_cqe = cqe,
@@ -196,9 +197,10 @@ static int krping_post_msg(struct krping_run *run, struct ib_cqe *cqe,
 	info->buf = cpu_to_be64(addr);
 	info->rkey = cpu_to_be32(rkey);
 	info->size = cpu_to_be32(size);
-	ib_dma_sync_single_for_device(run->pd->device, run->send_buf.dma,
-				      KRPING_MSG_SIZE, DMA_TO_DEVICE);
-	return ib_post_send(run->qp, &wr, NULL);
+	ib_dma_sync_single_for_device(run->conn.pd->device,
+				      run->io.send_buf.dma, KRPING_MSG_SIZE,
+				      DMA_TO_DEVICE);
+	return ib_post_send(run->conn.qp, &wr, NULL);
 }
 
 /**
@@ -214,14 +216,14 @@ static int krping_post_msg(struct krping_run *run, struct ib_cqe *cqe,
 int krping_send_msg(struct krping_run *run, u64 addr, u32 rkey, u32 size,
 		    u32 invalidate_rkey)
 {
-	u64 target = krping_read_count(&run->send_count) + 1;
+	u64 target = krping_read_count(&run->counts.send) + 1;
 	int ret;
 
-	ret = krping_post_msg(run, &run->send_cqe, addr, rkey, size,
+	ret = krping_post_msg(run, &run->io.send_cqe, addr, rkey, size,
 			      invalidate_rkey);
 	if (ret)
 		return ret;
-	return krping_wait_count(run, &run->send_count, target);
+	return krping_wait_count(run, &run->counts.send, target);
 }
 
 /**
@@ -250,16 +252,16 @@ void krping_count_send(struct krping_run *run)
 int krping_post_fin(struct krping_run *run)
 {
 	struct ib_send_wr wr = {
-		.wr_cqe = &run->fin_cqe,
+		.wr_cqe = &run->bench.fin_cqe,
 		.opcode = IB_WR_SEND,
 		.send_flags = IB_SEND_SIGNALED,
 	};
 
-	WRITE_ONCE(run->fin_posted, true);
+	WRITE_ONCE(run->bench.fin_posted, true);
 	/* A timed slat or sbw: into a data receive, told apart by size. */
-	if (run->fin_empty)
-		return ib_post_send(run->qp, &wr, NULL);
-	return krping_post_msg(run, &run->fin_cqe, 0, 0, 0, 0);
+	if (run->bench.fin_empty)
+		return ib_post_send(run->conn.qp, &wr, NULL);
+	return krping_post_msg(run, &run->bench.fin_cqe, 0, 0, 0, 0);
 }
 
 /*
@@ -278,7 +280,7 @@ static int krping_build_reg(struct krping_run *run, struct krping_mr *m,
 	if (m->valid) {
 		inv->opcode = IB_WR_LOCAL_INV;
 		inv->ex.invalidate_rkey = m->mr->rkey;
-		inv->wr_cqe = &run->inv_cqe;
+		inv->wr_cqe = &run->io.inv_cqe;
 		inv->send_flags = IB_SEND_SIGNALED;
 		inv->next = &reg->wr;
 		*first = inv;
@@ -299,7 +301,7 @@ static int krping_build_reg(struct krping_run *run, struct krping_mr *m,
 	m->mr->iova &= m->page_size - 1;
 
 	reg->wr.opcode = IB_WR_REG_MR;
-	reg->wr.wr_cqe = &run->reg_cqe;
+	reg->wr.wr_cqe = &run->io.reg_cqe;
 	reg->wr.send_flags = IB_SEND_SIGNALED;
 	reg->mr = m->mr;
 	reg->key = m->mr->rkey;
@@ -326,7 +328,7 @@ int krping_post_reg(struct krping_run *run, struct krping_mr *m, int access)
 
 	ret = krping_build_reg(run, m, access, &inv, &reg, &first);
 	if (!ret)
-		ret = ib_post_send(run->qp, first, NULL);
+		ret = ib_post_send(run->conn.qp, first, NULL);
 	if (!ret)
 		m->valid = true;
 	return ret;
@@ -353,11 +355,11 @@ int krping_rdma(struct krping_run *run, enum ib_wr_opcode opcode,
 	struct ib_send_wr inv = {}, *first;
 	struct ib_reg_wr regwr = {};
 	struct ib_rdma_wr wr = {};
-	u64 target = krping_read_count(&run->rdma_count) + 1;
+	u64 target = krping_read_count(&run->counts.rdma) + 1;
 	int ret;
 
 	wr.wr.opcode = opcode;
-	wr.wr.wr_cqe = &run->rdma_cqe;
+	wr.wr.wr_cqe = &run->io.rdma_cqe;
 	wr.wr.send_flags = IB_SEND_SIGNALED;
 	wr.wr.sg_list = sge;
 	wr.wr.num_sge = 1;
@@ -376,25 +378,25 @@ int krping_rdma(struct krping_run *run, enum ib_wr_opcode opcode,
 		if (opcode == IB_WR_RDMA_READ_WITH_INV)
 			wr.wr.ex.invalidate_rkey = reg->mr->lkey;
 	}
-	run->rdma_len = sge->length;
-	run->rdma_opcode = opcode;
+	run->io.rdma_len = sge->length;
+	run->io.rdma_opcode = opcode;
 
-	ret = ib_post_send(run->qp, first, NULL);
+	ret = ib_post_send(run->conn.qp, first, NULL);
 	if (ret)
 		return ret;
 	/* READ_WITH_INV leaves the registration invalid when it is done. */
 	if (reg)
 		reg->valid = opcode != IB_WR_RDMA_READ_WITH_INV;
-	return krping_wait_count(run, &run->rdma_count, target);
+	return krping_wait_count(run, &run->counts.rdma, target);
 }
 
 /* The completion handlers of the run's own messages (run_init). */
 void krping_post_init(struct krping_run *run)
 {
-	run->recv_cqe.done = krping_recv_done;
-	run->send_cqe.done = krping_send_done;
-	run->fin_cqe.done = krping_fin_done;
-	run->rdma_cqe.done = krping_rdma_done;
-	run->reg_cqe.done = krping_reg_done;
-	run->inv_cqe.done = krping_inv_done;
+	run->io.recv_cqe.done = krping_recv_done;
+	run->io.send_cqe.done = krping_send_done;
+	run->bench.fin_cqe.done = krping_fin_done;
+	run->io.rdma_cqe.done = krping_rdma_done;
+	run->io.reg_cqe.done = krping_reg_done;
+	run->io.inv_cqe.done = krping_inv_done;
 }

@@ -22,11 +22,11 @@ static void krping_port_event(struct ib_event_handler *handler,
 			      struct ib_event *ev)
 {
 	struct krping_run *run = container_of(handler, struct krping_run,
-					      port_events);
+					      conn.port_events);
 
 	switch (ev->event) {
 	case IB_EVENT_PORT_ERR:
-		if (ev->element.port_num == run->port_num)
+		if (ev->element.port_num == run->conn.port_num)
 			krping_fail(run, -ENETDOWN);
 		break;
 	case IB_EVENT_DEVICE_FATAL:
@@ -66,7 +66,7 @@ static void krping_qp_event(struct ib_event *ev, void *context)
 static int krping_buf_alloc(struct krping_run *run, struct krping_buf *b,
 			    u32 size, enum dma_data_direction dir)
 {
-	struct ib_device *dev = run->pd->device;
+	struct ib_device *dev = run->conn.pd->device;
 
 	b->addr = kzalloc(size, GFP_KERNEL | __GFP_NOWARN);
 	if (!b->addr)
@@ -86,7 +86,7 @@ static void krping_buf_free(struct krping_run *run, struct krping_buf *b)
 {
 	if (!b->addr)
 		return;
-	ib_dma_unmap_single(run->pd->device, b->dma, b->size, b->dir);
+	ib_dma_unmap_single(run->conn.pd->device, b->dma, b->size, b->dir);
 	kfree(b->addr);
 	b->addr = NULL;
 }
@@ -118,10 +118,10 @@ int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
 {
 	u32 pages;
 
-	m->page_size = krping_mr_page_size(run->pd->device, b, &pages);
+	m->page_size = krping_mr_page_size(run->conn.pd->device, b, &pages);
 	if (!m->page_size)
 		return -EMSGSIZE;
-	m->mr = ib_alloc_mr(run->pd, IB_MR_TYPE_MEM_REG, pages);
+	m->mr = ib_alloc_mr(run->conn.pd, IB_MR_TYPE_MEM_REG, pages);
 	if (IS_ERR(m->mr)) {
 		int ret = PTR_ERR(m->mr);
 
@@ -148,8 +148,8 @@ bool krping_server_registers(const struct krping_run *run, bool read)
 
 	if (o->mem_mode == KRPING_MEM_REG && !o->local_dma_lkey)
 		return true;
-	return read && rdma_protocol_iwarp(run->conn_id->device,
-					   run->conn_id->port_num);
+	return read && rdma_protocol_iwarp(run->conn.conn_id->device,
+					   run->conn.conn_id->port_num);
 }
 
 /* Queues, buffers and registrations of a run, on @id's device. */
@@ -179,28 +179,28 @@ int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	struct ib_qp_init_attr qp_attr = {};
 	int ret;
 
-	run->conn_id = id;
+	run->conn.conn_id = id;
 	krping_session_set_device(run->sess, dev);
 
-	run->port_num = id->port_num;
+	run->conn.port_num = id->port_num;
 	/*
 	 * No keepalive on iWARP for now: siw completed the zero-length READ
 	 * probe of a bw server with a local length error while the client's
 	 * WRITEs streamed in, which broke a healthy connection.
 	 */
 	if (rdma_protocol_iwarp(dev, id->port_num))
-		run->peer_timeout = 0;
-	INIT_IB_EVENT_HANDLER(&run->port_events, dev, krping_port_event);
-	ib_register_event_handler(&run->port_events);
+		run->wait.peer_timeout = 0;
+	INIT_IB_EVENT_HANDLER(&run->conn.port_events, dev, krping_port_event);
+	ib_register_event_handler(&run->conn.port_events);
 
 	if (o->read_inv && !rdma_cap_read_inv(dev, id->port_num))
 		return -EOPNOTSUPP;
 
-	run->pd = ib_alloc_pd(dev, o->mem_mode == KRPING_MEM_DMA ?
-			      IB_PD_UNSAFE_GLOBAL_RKEY : 0);
-	if (IS_ERR(run->pd)) {
-		ret = PTR_ERR(run->pd);
-		run->pd = NULL;
+	run->conn.pd = ib_alloc_pd(dev, o->mem_mode == KRPING_MEM_DMA ?
+				   IB_PD_UNSAFE_GLOBAL_RKEY : 0);
+	if (IS_ERR(run->conn.pd)) {
+		ret = PTR_ERR(run->conn.pd);
+		run->conn.pd = NULL;
 		return ret;
 	}
 
@@ -208,24 +208,24 @@ int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	 * Room for a full send queue, the keepalive probe, the receive and
 	 * both drain WRs.
 	 */
-	run->poll = o->poll;
+	run->wait.poll = o->poll;
 	if (sbw_server) {
 		ret = krping_sbw_depth(o, &dev->attrs);
 		if (ret < 0)
 			return ret;
 		run->sbw_depth = ret;
 	}
-	run->cq = ib_alloc_cq(dev, run,
-			      o->txdepth + KRPING_RECV_DEPTH + 4 + run->sbw_depth, 0,
-			      o->poll ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
-	if (IS_ERR(run->cq)) {
-		ret = PTR_ERR(run->cq);
-		run->cq = NULL;
+	run->conn.cq = ib_alloc_cq(dev, run, o->txdepth + KRPING_RECV_DEPTH +
+				   4 + run->sbw_depth, 0,
+				   o->poll ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
+	if (IS_ERR(run->conn.cq)) {
+		ret = PTR_ERR(run->conn.cq);
+		run->conn.cq = NULL;
 		return ret;
 	}
 
-	qp_attr.send_cq = run->cq;
-	qp_attr.recv_cq = run->cq;
+	qp_attr.send_cq = run->conn.cq;
+	qp_attr.recv_cq = run->conn.cq;
 	qp_attr.qp_type = IB_QPT_RC;
 	qp_attr.event_handler = krping_qp_event;
 	qp_attr.qp_context = run;
@@ -238,19 +238,19 @@ int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	qp_attr.cap.max_recv_wr = KRPING_RECV_DEPTH + 1 + run->sbw_depth;
 	qp_attr.cap.max_send_sge = 1;
 	qp_attr.cap.max_recv_sge = 1;
-	ret = rdma_create_qp(id, run->pd, &qp_attr);
+	ret = rdma_create_qp(id, run->conn.pd, &qp_attr);
 	if (ret)
 		return ret;
-	run->qp = id->qp;
+	run->conn.qp = id->qp;
 
-	ret = krping_buf_alloc(run, &run->recv_buf, KRPING_MSG_SIZE,
+	ret = krping_buf_alloc(run, &run->io.recv_buf, KRPING_MSG_SIZE,
 			       DMA_FROM_DEVICE);
 	if (!ret)
-		ret = krping_buf_alloc(run, &run->send_buf, KRPING_MSG_SIZE,
+		ret = krping_buf_alloc(run, &run->io.send_buf, KRPING_MSG_SIZE,
 				       DMA_TO_DEVICE);
 	/* An sbw client's sink takes the server's grants too. */
 	if (!ret)
-		ret = krping_buf_alloc(run, &run->rdma_buf,
+		ret = krping_buf_alloc(run, &run->io.rdma_buf,
 				       o->test == KRPING_TEST_SBW ?
 				       max_t(u32, o->size, sizeof(__be64)) :
 				       o->size, DMA_BIDIRECTIONAL);
@@ -258,7 +258,7 @@ int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 		ret = krping_buf_alloc(run, &run->grant_buf, sizeof(__be64),
 				       DMA_TO_DEVICE);
 	if (!ret && (client || bench))
-		ret = krping_buf_alloc(run, &run->start_buf, o->size,
+		ret = krping_buf_alloc(run, &run->io.start_buf, o->size,
 				       DMA_BIDIRECTIONAL);
 	if (ret)
 		return ret;
@@ -266,12 +266,13 @@ int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	if (client || bench) {
 		if (o->mem_mode != KRPING_MEM_REG)
 			return 0;
-		ret = krping_mr_alloc(run, &run->start_mr, &run->start_buf);
+		ret = krping_mr_alloc(run, &run->io.start_mr,
+				      &run->io.start_buf);
 		if (!ret)
-			ret = krping_mr_alloc(run, &run->rdma_mr,
-					      &run->rdma_buf);
+			ret = krping_mr_alloc(run, &run->io.rdma_mr,
+					      &run->io.rdma_buf);
 	} else if (krping_server_registers(run, true)) {
-		ret = krping_mr_alloc(run, &run->rdma_mr, &run->rdma_buf);
+		ret = krping_mr_alloc(run, &run->io.rdma_mr, &run->io.rdma_buf);
 	}
 	return ret;
 }
@@ -309,13 +310,13 @@ void krping_teardown(struct krping_run *run)
 {
 	bool server = run->opts->role == KRPING_ROLE_SERVER;
 	struct rdma_cm_id *child;
-	bool had_qp = run->qp;
+	bool had_qp = run->conn.qp;
 
-	if (run->port_events.device)
-		ib_unregister_event_handler(&run->port_events);
-	if (server && run->cm_id) {
-		krping_destroy_id(run->cm_id);
-		run->cm_id = NULL;
+	if (run->conn.port_events.device)
+		ib_unregister_event_handler(&run->conn.port_events);
+	if (server && run->conn.cm_id) {
+		krping_destroy_id(run->conn.cm_id);
+		run->conn.cm_id = NULL;
 	}
 	/* The group's listener hands this run no connection any more. */
 	if (server && run->grp) {
@@ -324,36 +325,36 @@ void krping_teardown(struct krping_run *run)
 		spin_unlock(&run->grp->lock);
 	}
 	/* No handler runs any more that could set it. */
-	child = READ_ONCE(run->child);
+	child = READ_ONCE(run->conn.child);
 
-	if (run->qp) {
-		rdma_disconnect(run->conn_id);
-		ib_drain_qp(run->qp);
-		rdma_destroy_qp(run->conn_id);
-		run->qp = NULL;
+	if (run->conn.qp) {
+		rdma_disconnect(run->conn.conn_id);
+		ib_drain_qp(run->conn.qp);
+		rdma_destroy_qp(run->conn.conn_id);
+		run->conn.qp = NULL;
 	}
 	while (run->fr_nmrs)
 		ib_dereg_mr(run->fr_mrs[--run->fr_nmrs].mr);
 	kfree(run->fr_mrs);
-	if (run->start_mr.mr)
-		ib_dereg_mr(run->start_mr.mr);
-	if (run->rdma_mr.mr)
-		ib_dereg_mr(run->rdma_mr.mr);
-	if (run->pd) {
-		krping_buf_free(run, &run->recv_buf);
-		krping_buf_free(run, &run->send_buf);
-		krping_buf_free(run, &run->start_buf);
-		krping_buf_free(run, &run->rdma_buf);
+	if (run->io.start_mr.mr)
+		ib_dereg_mr(run->io.start_mr.mr);
+	if (run->io.rdma_mr.mr)
+		ib_dereg_mr(run->io.rdma_mr.mr);
+	if (run->conn.pd) {
+		krping_buf_free(run, &run->io.recv_buf);
+		krping_buf_free(run, &run->io.send_buf);
+		krping_buf_free(run, &run->io.start_buf);
+		krping_buf_free(run, &run->io.rdma_buf);
 		krping_buf_free(run, &run->grant_buf);
 	}
-	if (run->cq)
-		krping_free_cq(run->cq, had_qp);
-	if (run->pd)
-		ib_dealloc_pd(run->pd);
+	if (run->conn.cq)
+		krping_free_cq(run->conn.cq, had_qp);
+	if (run->conn.pd)
+		ib_dealloc_pd(run->conn.pd);
 	if (child)
 		krping_destroy_id(child);
-	if (run->cm_id)
-		krping_destroy_id(run->cm_id);
+	if (run->conn.cm_id)
+		krping_destroy_id(run->conn.cm_id);
 }
 
 /* Called once per run before anything is posted. */

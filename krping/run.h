@@ -79,7 +79,7 @@ struct krping_mr {
 	bool valid;	/* registered and not yet invalidated */
 };
 
-/* Connection milestones, bits in krping_run.cm_flags. */
+/* Connection milestones, bits in krping_conn.cm_flags. */
 enum {
 	KRPING_CM_ADDR_RESOLVED,
 	KRPING_CM_ROUTE_RESOLVED,
@@ -128,43 +128,16 @@ struct krping_group {
 };
 
 /**
- * struct krping_run - state of one run
- * @sess: the session (results and state go there)
- * @opts: the run's settings
- * @grp: the group of a session with qps above 1, NULL otherwise
- * @index: the run's index in its group, 0 without one
- * @stats: the run's counters, one set of the session's
- * @closed: group server: the run takes no connection any more (under
- *	the group's lock)
- * @wq: the run's thread sleeps here; CM and CQ handlers wake it
- * @events: bumped by every CM or CQ handler, so the thread sleeps until
- *	anything happens
- * @poll: the CQ is polled by the thread (poll=1), not by softirq
- * @lazy: with @poll, waits that measure nothing sleep between polls
- * @draining: with @poll, a bandwidth stream waits for operations in
- *	flight (see krping_idle())
- * @lat: per-iteration latency samples
- * @total: benchmarks: iterations to run, warm-up included; 0 runs until
- *	stopped, or until the client's time is up in a timed run
- * @warmup: benchmarks: the first iterations, run but not measured
- * @timed: benchmarks: duration_ms is set: the client ends the run, the
- *	server follows it (krping_bench_peer_done())
- * @deadline_ns: a timed run's client: when its measured part ends
- * @measuring: benchmarks: the measured part has begun (progress/)
- * @measured_end_ns: benchmarks: when the measured part ended (progress/)
- * @fin_empty: the closing SEND carries no bytes (a timed slat or sbw,
- *	whose server takes it into a data receive)
- * @bw_msgs: operations completed by a bandwidth run
- * @bw_bytes: bytes they moved
- * @bw_ns: duration of a bandwidth run
- * @bw_start_ns: when it began (ktime_get_ns())
- * @bw_last_ns: when its last completion was seen (ktime_get_ns())
+ * struct krping_conn - a run's connection: rdma_cm ids, verbs objects,
+ *	and what the two sides agreed in their hellos
  * @cm_id: the client's id, or the server's listening id
  * @child: server: the connection being accepted (set by the CM handler)
  * @conn_id: the id that carries the QP (@cm_id or @child)
  * @pd: protection domain
  * @cq: the one CQ for sends and receives
  * @qp: the RC queue pair
+ * @port_events: port events of the run's device (registered once set up)
+ * @port_num: the port of @conn_id, whose PORT_ERR ends the run
  * @cm_flags: KRPING_CM_* milestones reached
  * @peer_hello: the peer sent a krping hello
  * @peer_plan: its hello carried the whole plan (KRPING_HELLO_PLAN)
@@ -176,26 +149,193 @@ struct krping_group {
  * @plan_error: server: -EINVAL when the client's plan disagrees with the
  *	server's; the run ends with it once the client has been told
  * @server_leaves_first: the server disconnects first (its hello said so)
+ *
+ * cm.c sets up the ids and takes the hellos (the CM handler writes
+ * @child, @cm_flags and the peer's hello); resources.c creates and
+ * destroys the verbs objects.
+ */
+struct krping_conn {
+	struct rdma_cm_id *cm_id;
+	struct rdma_cm_id *child;
+	struct rdma_cm_id *conn_id;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_event_handler port_events;
+	u32 port_num;
+	unsigned long cm_flags;
+	bool peer_hello;
+	bool peer_plan;
+	struct krping_plan peer;
+	struct krping_plan plan;
+	int plan_error;
+	bool server_leaves_first;
+};
+
+/**
+ * struct krping_io - a run's buffers, registrations and messages
+ * @recv_buf: receive buffer, one message
+ * @send_buf: send buffer, one message
+ * @start_buf: ping: the client's source the server reads; benchmarks:
+ *	the local end of every transfer, on both sides
+ * @rdma_buf: client: the sink the server writes (sbw: its grants);
+ *	server: READ sink and WRITE source
+ * @start_mr: registration of @start_buf (reg mode)
+ * @rdma_mr: registration of @rdma_buf
+ * @rx: copy of the last message received
+ * @rx_inv_rkey: rkey the last receive invalidated, 0 if none
+ * @rdma_len: length of the RDMA operation in flight (for the byte counts)
+ * @rdma_opcode: its verb, for the report of a failed one
+ * @recv_cqe: completion handler of receives
+ * @send_cqe: completion handler of SENDs
+ * @rdma_cqe: completion handler of RDMA READ and WRITE
+ * @reg_cqe: completion handler of REG_MR
+ * @inv_cqe: completion handler of the LOCAL_INV before a REG_MR
+ *
+ * resources.c allocates and frees the buffers and MRs; post.c posts the
+ * work that uses them and sets the completion handlers.
+ */
+struct krping_io {
+	struct krping_buf recv_buf;
+	struct krping_buf send_buf;
+	struct krping_buf start_buf;
+	struct krping_buf rdma_buf;
+	struct krping_mr start_mr;
+	struct krping_mr rdma_mr;
+	struct krping_rdma_info rx;
+	u32 rx_inv_rkey;
+	u32 rdma_len;
+	enum ib_wr_opcode rdma_opcode;
+	struct ib_cqe recv_cqe;
+	struct ib_cqe send_cqe;
+	struct ib_cqe rdma_cqe;
+	struct ib_cqe reg_cqe;
+	struct ib_cqe inv_cqe;
+};
+
+/**
+ * struct krping_wait - what the run's thread waits on, and the watch over
+ *	a silent peer
+ * @wq: the run's thread sleeps here; CM and CQ handlers wake it
+ * @events: bumped by every CM or CQ handler, so the thread sleeps until
+ *	anything happens
+ * @poll: the CQ is polled by the thread (poll=1), not by softirq
+ * @lazy: with @poll, waits that measure nothing sleep between polls
+ * @draining: with @poll, a bandwidth stream waits for operations in
+ *	flight (see krping_idle())
  * @error: first hard error (negative errno), 0 if none
  * @disconnected: the peer disconnected
  * @peer_left: the peer disconnected while we waited and nothing of ours
  *	was flushed for KRPING_DISCONNECT_GRACE, so we disconnected in turn
  *	(krping_wait_count())
  * @flushed: a work request completed with a flush error
- * @recv_count: successful receive completions (this and the other
- *	completion counters below: see krping/count.h)
+ * @peer_timeout: jiffies of silence after which the peer counts as gone,
+ *	0 for never (see krping_keepalive())
+ * @heard: jiffies of the peer's last sign of life: a completion of work
+ *	that needed it, or the connection itself
+ * @probing: a keepalive probe is in flight
+ * @probe_cqe: completion handler of the probe
+ *
+ * wait.c owns it. The CM handler (cm.c), the port and QP events
+ * (resources.c) and the completion handlers record what happened here
+ * (krping_fail(), @disconnected, @flushed, krping_heard()) and wake the
+ * thread (krping_wake()).
+ */
+struct krping_wait {
+	wait_queue_head_t wq;
+	atomic_t events;
+	bool poll;
+	bool lazy;
+	bool draining;
+	int error;
+	bool disconnected;
+	bool peer_left;
+	bool flushed;
+	unsigned long peer_timeout;
+	unsigned long heard;
+	bool probing;
+	struct ib_cqe probe_cqe;
+};
+
+/**
+ * struct krping_counts - the completion counters of every run
+ * @recv: successful receive completions of messages (this and the other
+ *	counters: see krping/count.h)
  * @recv_expected: receives the thread has waited for so far
- * @send_count: successful SEND completions
- * @rdma_count: successful RDMA READ/WRITE completions (slat, sbw: data
- *	SENDs)
+ * @send: successful SEND completions of messages
+ * @rdma: successful RDMA READ/WRITE completions (slat, sbw: data SENDs)
+ *
+ * A benchmark's own counters are among its fields (fr_count,
+ * data_count).
+ */
+struct krping_counts {
+	atomic64_t recv;
+	u64 recv_expected;
+	atomic64_t send;
+	atomic64_t rdma;
+};
+
+/**
+ * struct krping_bench_state - what every benchmark shares (bench.c)
+ * @total: iterations to run, warm-up included; 0 runs until stopped, or
+ *	until the client's time is up in a timed run
+ * @warmup: the first iterations, run but not measured
+ * @timed: duration_ms is set: the client ends the run, the server
+ *	follows it (krping_bench_peer_done())
+ * @deadline_ns: a timed run's client: when its measured part ends
+ * @measuring: the measured part has begun (progress/)
+ * @measured_end_ns: when the measured part ended (progress/)
+ * @peer_addr: the peer's buffer, from its advertisement
+ * @peer_rkey: its rkey
+ * @rdma_posted: RDMA READ/WRITEs (slat, sbw: data SENDs) posted
+ * @fin_empty: the closing SEND carries no bytes (a timed slat or sbw,
+ *	whose server takes it into a data receive)
+ * @fin_posted: the client's closing SEND is posted: the next receive is
+ *	the answer to it
+ * @fin_counted: that SEND is counted in the stats (on its completion or
+ *	on the answer, whichever comes first)
+ * @fin_cqe: completion handler of that SEND
+ *
+ * bench.c sets it up; post.c posts and counts the closing SEND (the
+ * fin_* fields, also read, as all false, by a ping's receives).
+ */
+struct krping_bench_state {
+	u32 total;
+	u32 warmup;
+	bool timed;
+	u64 deadline_ns;
+	bool measuring;
+	u64 measured_end_ns;
+	u64 peer_addr;
+	u32 peer_rkey;
+	u64 rdma_posted;
+	bool fin_empty;
+	bool fin_posted;
+	atomic_t fin_counted;
+	struct ib_cqe fin_cqe;
+};
+
+/**
+ * struct krping_run - state of one run
+ * @sess: the session (results and state go there)
+ * @opts: the run's settings
+ * @grp: the group of a session with qps above 1, NULL otherwise
+ * @index: the run's index in its group, 0 without one
+ * @stats: the run's counters, one set of the session's
+ * @closed: group server: the run takes no connection any more (under
+ *	the group's lock)
+ * @lat: per-iteration latency samples
+ * @conn: its connection (cm.c, resources.c)
+ * @io: its buffers, registrations and messages (resources.c, post.c)
+ * @wait: its thread's wait state and keepalive (wait.c)
+ * @counts: its completion counters (post.c counts, the tests wait)
+ * @bench: benchmarks: their common state (bench.c)
+ * @bw_msgs: operations completed by a bandwidth run
+ * @bw_bytes: bytes they moved
+ * @bw_ns: duration of a bandwidth run
+ * @bw_start_ns: when it began (ktime_get_ns())
+ * @bw_last_ns: when its last completion was seen (ktime_get_ns())
  * @data_count: slat, sbw: successful receives of the peer's data SENDs
- * @rdma_len: length of the RDMA operation in flight (for the byte counts)
- * @rdma_opcode: its verb, for the report of a failed one
- * @rx: copy of the last message received
- * @rx_inv_rkey: rkey the last receive invalidated, 0 if none
- * @peer_addr: benchmarks: the peer's buffer, from its advertisement
- * @peer_rkey: benchmarks: its rkey
- * @rdma_posted: RDMA READ/WRITEs posted (benchmarks)
  * @fr_count: fr: completed LOCAL_INVs
  * @fr_cqe: fr: completion handler of LOCAL_INV
  * @bw_cqe: bw, sbw: completion handler of a signaled WRITE or SEND,
@@ -213,33 +353,10 @@ struct krping_group {
  * @sbw_seen: sbw client: the highest grant read so far
  * @fr_mrs: fr: the MRs registered and invalidated
  * @fr_nmrs: fr: how many of @fr_mrs are allocated
- * @recv_cqe: completion handler of receives
- * @send_cqe: completion handler of SENDs
- * @fin_cqe: completion handler of a benchmark client's closing SEND
- * @fin_posted: that SEND is posted: the next receive is the answer to it
- * @fin_counted: that SEND is counted in the stats (on its completion or
- *	on the answer, whichever comes first)
- * @rdma_cqe: completion handler of RDMA READ and WRITE
  * @data_recv_cqe: slat, sbw: completion handler of a data receive
  * @data_send_cqe: slat: completion handler of a data SEND
  * @grant_cqe: sbw server: completion handler of a grant WRITE
- * @reg_cqe: completion handler of REG_MR
- * @inv_cqe: completion handler of the LOCAL_INV before a REG_MR
- * @recv_buf: receive buffer, one message
- * @send_buf: send buffer, one message
- * @start_buf: ping: the client's source the server reads; benchmarks:
- *	the local end of every transfer, on both sides
- * @rdma_buf: client: the sink the server writes (sbw: its grants);
- *	server: READ sink and WRITE source
  * @grant_buf: sbw server: the source of a grant WRITE
- * @start_mr: registration of @start_buf (reg mode)
- * @rdma_mr: registration of @rdma_buf
- * @peer_timeout: jiffies of silence after which the peer counts as gone,
- *	0 for never (see krping_keepalive())
- * @heard: jiffies of the peer's last sign of life: a completion of work
- *	that needed it, or the connection itself
- * @probing: a keepalive probe is in flight
- * @probe_cqe: completion handler of the probe
  */
 struct krping_run {
 	struct krping_session *sess;
@@ -248,60 +365,20 @@ struct krping_run {
 	u32 index;
 	struct krping_stats *stats;
 	bool closed;
-	wait_queue_head_t wq;
-	atomic_t events;
-	bool poll;
-	bool lazy;
-	bool draining;		/* a stream waits for its operations in flight */
 	struct krping_lat lat;
-	u32 total;
-	u32 warmup;
-	bool timed;
-	u64 deadline_ns;
-	bool measuring;
-	u64 measured_end_ns;
-	bool fin_empty;
+
+	struct krping_conn conn;
+	struct krping_io io;
+	struct krping_wait wait;
+	struct krping_counts counts;
+	struct krping_bench_state bench;
+
 	u64 bw_msgs;
 	u64 bw_bytes;
 	u64 bw_ns;
 	u64 bw_last_ns;
 	u64 bw_start_ns;
-
-	struct rdma_cm_id *cm_id;
-	struct rdma_cm_id *child;
-	struct rdma_cm_id *conn_id;
-	struct ib_pd *pd;
-	struct ib_cq *cq;
-	struct ib_qp *qp;
-
-	/* Port events of the run's device (registered once set up). */
-	struct ib_event_handler port_events;
-	u32 port_num;
-
-	unsigned long cm_flags;
-	bool peer_hello;
-	bool peer_plan;
-	struct krping_plan peer;
-	struct krping_plan plan;
-	int plan_error;
-	bool server_leaves_first;
-	int error;
-	bool disconnected;
-	bool peer_left;
-	bool flushed;
-
-	atomic64_t recv_count;
-	u64 recv_expected;
-	atomic64_t send_count;
-	atomic64_t rdma_count;
 	atomic64_t data_count;
-	u32 rdma_len;
-	enum ib_wr_opcode rdma_opcode;
-	struct krping_rdma_info rx;
-	u32 rx_inv_rkey;
-	u64 peer_addr;
-	u32 peer_rkey;
-	u64 rdma_posted;
 	atomic64_t fr_count;
 	struct ib_cqe fr_cqe;
 	struct ib_cqe bw_cqe;
@@ -314,31 +391,10 @@ struct krping_run {
 	u64 sbw_seen;
 	struct krping_mr *fr_mrs;
 	u32 fr_nmrs;
-
-	struct ib_cqe recv_cqe;
-	struct ib_cqe send_cqe;
-	struct ib_cqe fin_cqe;
-	bool fin_posted;
-	atomic_t fin_counted;
-	struct ib_cqe rdma_cqe;
 	struct ib_cqe data_recv_cqe;
 	struct ib_cqe data_send_cqe;
 	struct ib_cqe grant_cqe;
-	struct ib_cqe reg_cqe;
-	struct ib_cqe inv_cqe;
-
-	struct krping_buf recv_buf;
-	struct krping_buf send_buf;
-	struct krping_buf start_buf;
-	struct krping_buf rdma_buf;
 	struct krping_buf grant_buf;
-	struct krping_mr start_mr;
-	struct krping_mr rdma_mr;
-
-	unsigned long peer_timeout;
-	unsigned long heard;
-	bool probing;
-	struct ib_cqe probe_cqe;
 };
 
 /* Every message krping sends with SEND: struct krping_rdma_info. */
@@ -481,7 +537,7 @@ static inline void krping_spin_yield(void)
 /* The peer showed life: work that needed it completed (keepalive). */
 static inline void krping_heard(struct krping_run *run)
 {
-	WRITE_ONCE(run->heard, jiffies);
+	WRITE_ONCE(run->wait.heard, jiffies);
 }
 
 #endif /* KRPING_RUN_H */

@@ -4,7 +4,7 @@
  * peer's disconnect; and, while it waits, the watch over a silent peer
  * (keepalive probes).
  *
- * Every wait sleeps interruptibly on run->wq (or, with poll=1, spins on
+ * Every wait sleeps interruptibly on run->wait.wq (or, with poll=1, spins on
  * the CQ) and checks kthread_should_stop() and signals, so start=0, rmdir
  * and SIGKILL end a run at any point. CM events and completions only
  * record facts and wake the thread; the thread alone creates and
@@ -33,21 +33,22 @@
 /* Tell the run's thread that something happened. */
 void krping_wake(struct krping_run *run)
 {
-	atomic_inc(&run->events);
-	wake_up(&run->wq);
+	atomic_inc(&run->wait.events);
+	wake_up(&run->wait.wq);
 }
 
 /* Record the run's first hard error and wake its thread. */
 void krping_fail(struct krping_run *run, int err)
 {
-	cmpxchg(&run->error, 0, krping_conn_errno(err));
+	cmpxchg(&run->wait.error, 0, krping_conn_errno(err));
 	krping_wake(run);
 }
 
 bool krping_broken(const struct krping_run *run)
 {
-	return READ_ONCE(run->error) || READ_ONCE(run->disconnected) ||
-	       READ_ONCE(run->flushed);
+	return READ_ONCE(run->wait.error) ||
+	       READ_ONCE(run->wait.disconnected) ||
+	       READ_ONCE(run->wait.flushed);
 }
 
 /**
@@ -100,8 +101,8 @@ int krping_wait_result(const struct krping_run *run, int wait_ret)
 {
 	if (wait_ret || krping_told_to_stop(run))
 		return -EINTR;
-	if (READ_ONCE(run->error))
-		return READ_ONCE(run->error);
+	if (READ_ONCE(run->wait.error))
+		return READ_ONCE(run->wait.error);
 	return -ECONNRESET;
 }
 
@@ -116,9 +117,9 @@ int krping_wait_cm_verdict(struct krping_run *run)
 {
 	long ret;
 
-	ret = wait_event_interruptible_timeout(run->wq,
-					       READ_ONCE(run->error) ||
-					       READ_ONCE(run->disconnected) ||
+	ret = wait_event_interruptible_timeout(run->wait.wq,
+					       READ_ONCE(run->wait.error) ||
+					       READ_ONCE(run->wait.disconnected) ||
 					       krping_should_stop(run),
 					       KRPING_FLUSH_TIMEOUT);
 	return ret < 0 ? ret : 0;
@@ -134,12 +135,12 @@ int krping_wait_cm(struct krping_run *run, int milestone)
 		       KRPING_CONNECT_TIMEOUT : MAX_SCHEDULE_TIMEOUT;
 	long ret;
 
-	ret = wait_event_interruptible_timeout(run->wq,
-					       test_bit(milestone, &run->cm_flags) ||
+	ret = wait_event_interruptible_timeout(run->wait.wq,
+					       test_bit(milestone, &run->conn.cm_flags) ||
 					       krping_broken(run) ||
 					       krping_should_stop(run),
 					       timeout);
-	if (test_bit(milestone, &run->cm_flags)) {
+	if (test_bit(milestone, &run->conn.cm_flags)) {
 		/* What the handler stored before the bit, the hello. */
 		smp_rmb();
 		/* The connection is the peer's first sign of life. */
@@ -153,8 +154,8 @@ int krping_wait_cm(struct krping_run *run, int milestone)
 		return -ETIMEDOUT;
 	}
 	ret = ret < 0 ? ret : 0;
-	if (!ret && !READ_ONCE(run->error) && !READ_ONCE(run->disconnected) &&
-	    !krping_told_to_stop(run))
+	if (!ret && !READ_ONCE(run->wait.error) &&
+	    !READ_ONCE(run->wait.disconnected) && !krping_told_to_stop(run))
 		ret = krping_wait_cm_verdict(run);
 	return krping_wait_result(run, ret);
 }
@@ -173,13 +174,13 @@ int krping_wait_cm(struct krping_run *run, int milestone)
 static void krping_probe(struct krping_run *run)
 {
 	struct ib_sge sge = {
-		.addr = run->recv_buf.dma,
+		.addr = run->io.recv_buf.dma,
 		.length = 0,
-		.lkey = run->pd->local_dma_lkey,
+		.lkey = run->conn.pd->local_dma_lkey,
 	};
 	struct ib_rdma_wr wr = {
 		.wr = {
-			.wr_cqe = &run->probe_cqe,
+			.wr_cqe = &run->wait.probe_cqe,
 			.sg_list = &sge,
 			.num_sge = 1,	/* siw takes exactly one READ sink */
 			.opcode = IB_WR_RDMA_READ,
@@ -187,12 +188,13 @@ static void krping_probe(struct krping_run *run)
 		},
 	};
 
-	WRITE_ONCE(run->probing, true);
-	if (ib_post_send(run->qp, &wr.wr, NULL))
-		WRITE_ONCE(run->probing, false);	/* try again later */
+	WRITE_ONCE(run->wait.probing, true);
+	if (ib_post_send(run->conn.qp, &wr.wr, NULL))
+		WRITE_ONCE(run->wait.probing, false);	/* try again later */
 	else
-		pr_debug("%s: peer silent for %u ms, probing\n", krping_run_name(run),
-			 jiffies_to_msecs(jiffies - READ_ONCE(run->heard)));
+		pr_debug("%s: peer silent for %u ms, probing\n",
+			 krping_run_name(run),
+			 jiffies_to_msecs(jiffies - READ_ONCE(run->wait.heard)));
 }
 
 static void krping_probe_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -202,18 +204,18 @@ static void krping_probe_done(struct ib_cq *cq, struct ib_wc *wc)
 	/* After the peer's disconnect, a lost probe means nothing. */
 	if (wc->status == IB_WC_SUCCESS)
 		krping_heard(run);
-	else if (!READ_ONCE(run->disconnected))
+	else if (!READ_ONCE(run->wait.disconnected))
 		krping_wc_ok(run, wc, KRPING_WR_RDMA_READ);
-	WRITE_ONCE(run->probing, false);
+	WRITE_ONCE(run->wait.probing, false);
 	krping_wake(run);
 }
 
 /* Is the peer watched: connected, not leaving, and a timeout set? */
 static bool krping_watching(const struct krping_run *run)
 {
-	return run->peer_timeout &&
-	       test_bit(KRPING_CM_ESTABLISHED, &run->cm_flags) &&
-	       !READ_ONCE(run->disconnected);
+	return run->wait.peer_timeout &&
+	       test_bit(KRPING_CM_ESTABLISHED, &run->conn.cm_flags) &&
+	       !READ_ONCE(run->wait.disconnected);
 }
 
 /* When krping_keepalive() has something to do next (jiffies), or 0. */
@@ -221,9 +223,9 @@ static unsigned long krping_keepalive_due(const struct krping_run *run)
 {
 	if (!krping_watching(run))
 		return 0;
-	return READ_ONCE(run->heard) +
-	       (READ_ONCE(run->probing) ? run->peer_timeout :
-					  run->peer_timeout / 2);
+	return READ_ONCE(run->wait.heard) +
+	       (READ_ONCE(run->wait.probing) ? run->wait.peer_timeout :
+					       run->wait.peer_timeout / 2);
 }
 
 /**
@@ -243,14 +245,14 @@ static int krping_keepalive(struct krping_run *run)
 
 	if (!krping_watching(run))
 		return 0;
-	heard = READ_ONCE(run->heard);
-	if (time_after_eq(jiffies, heard + run->peer_timeout)) {
+	heard = READ_ONCE(run->wait.heard);
+	if (time_after_eq(jiffies, heard + run->wait.peer_timeout)) {
 		pr_debug("%s: no sign of life from the peer for %u ms\n",
 			 krping_run_name(run), jiffies_to_msecs(jiffies - heard));
 		return -ETIMEDOUT;
 	}
-	if (!READ_ONCE(run->probing) &&
-	    time_after_eq(jiffies, heard + run->peer_timeout / 2))
+	if (!READ_ONCE(run->wait.probing) &&
+	    time_after_eq(jiffies, heard + run->wait.peer_timeout / 2))
 		krping_probe(run);
 	return 0;
 }
@@ -275,8 +277,8 @@ static unsigned long krping_sooner(unsigned long a, unsigned long b)
  */
 int krping_check(struct krping_run *run)
 {
-	if (run->poll)
-		ib_process_cq_direct(run->cq, -1);
+	if (run->wait.poll)
+		ib_process_cq_direct(run->conn.cq, -1);
 	if (krping_told_to_stop(run))
 		return -EINTR;
 	if (krping_broken(run))
@@ -312,12 +314,12 @@ static void krping_idle(struct krping_run *run, int seen,
 {
 	long timeout = MAX_SCHEDULE_TIMEOUT;
 
-	if (run->poll) {
-		if (run->draining && krping_crowded(run)) {
+	if (run->wait.poll) {
+		if (run->wait.draining && krping_crowded(run)) {
 			usleep_range(KRPING_DRAIN_NAP_US, 2 * KRPING_DRAIN_NAP_US);
 			return;
 		}
-		if (!run->lazy) {
+		if (!run->wait.lazy) {
 			krping_spin_yield();
 			return;
 		}
@@ -326,8 +328,8 @@ static void krping_idle(struct krping_run *run, int seen,
 	}
 	if (deadline)
 		timeout = clamp_t(long, (long)(deadline - jiffies), 1, timeout);
-	wait_event_interruptible_timeout(run->wq,
-					 atomic_read(&run->events) != seen ||
+	wait_event_interruptible_timeout(run->wait.wq,
+					 atomic_read(&run->wait.events) != seen ||
 					 krping_should_stop(run),
 					 timeout);
 }
@@ -335,12 +337,12 @@ static void krping_idle(struct krping_run *run, int seen,
 /**
  * krping_wait_count() - wait for a completion counter to reach a target
  * @run: the run
- * @counter: a completion counter of the run (recv_count, send_count,
- *	rdma_count, data_count, fr_count)
+ * @counter: a completion counter of the run (struct krping_counts, or
+ *	a benchmark's own: fr_count, data_count)
  * @target: the count to wait for
  *
  * Sleeps on completion events, or busy-polls the CQ when the run polls.
- * A lazy wait (run->lazy: nothing is measured, e.g. a benchmark's passive
+ * A lazy wait (run->wait.lazy: nothing is measured, e.g. a benchmark's passive
  * side waiting for the end of the test) polls too, but naps in between,
  * from one jiffy up to KRPING_NAP_MAX_MS: a thread that woke every few
  * hundred microseconds took enough CPU from a software device's own work
@@ -365,19 +367,19 @@ int krping_wait_count(struct krping_run *run, const atomic64_t *counter,
 	int seen, ret;
 
 	for (;;) {
-		seen = atomic_read(&run->events);
-		if (run->poll)
-			ib_process_cq_direct(run->cq, -1);
+		seen = atomic_read(&run->wait.events);
+		if (run->wait.poll)
+			ib_process_cq_direct(run->conn.cq, -1);
 		if (krping_count_reached(krping_read_count(counter), target))
 			return 0;
 		if (krping_told_to_stop(run))
 			return -EINTR;
-		if (READ_ONCE(run->error) || READ_ONCE(run->flushed))
+		if (READ_ONCE(run->wait.error) || READ_ONCE(run->wait.flushed))
 			return krping_wait_result(run, 0);
 		ret = krping_keepalive(run);
 		if (ret)
 			return ret;
-		if (READ_ONCE(run->disconnected)) {
+		if (READ_ONCE(run->wait.disconnected)) {
 			if (!deadline) {
 				deadline = jiffies + KRPING_DISCONNECT_GRACE;
 			} else if (time_after_eq(jiffies, deadline)) {
@@ -388,8 +390,8 @@ int krping_wait_count(struct krping_run *run, const atomic64_t *counter,
 						 target);
 					return -ECONNRESET;
 				}
-				WRITE_ONCE(run->peer_left, true);
-				rdma_disconnect(run->conn_id);
+				WRITE_ONCE(run->wait.peer_left, true);
+				rdma_disconnect(run->conn.conn_id);
 				flushing = true;
 				deadline = jiffies + KRPING_FLUSH_TIMEOUT;
 			}
@@ -412,19 +414,19 @@ int krping_wait_disconnect(struct krping_run *run, unsigned long timeout)
 {
 	long ret;
 
-	ret = wait_event_interruptible_timeout(run->wq,
+	ret = wait_event_interruptible_timeout(run->wait.wq,
 					       krping_broken(run) ||
 					       krping_should_stop(run),
 					       timeout);
 	if (ret < 0 || krping_should_stop(run))
 		return -EINTR;
-	return READ_ONCE(run->error);
+	return READ_ONCE(run->wait.error);
 }
 
 /* The thread's wait queue and the watch over its peer (run_init). */
 void krping_wait_init(struct krping_run *run)
 {
-	init_waitqueue_head(&run->wq);
-	run->probe_cqe.done = krping_probe_done;
-	run->peer_timeout = msecs_to_jiffies(run->opts->peer_timeout_ms);
+	init_waitqueue_head(&run->wait.wq);
+	run->wait.probe_cqe.done = krping_probe_done;
+	run->wait.peer_timeout = msecs_to_jiffies(run->opts->peer_timeout_ms);
 }
