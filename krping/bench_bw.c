@@ -8,10 +8,14 @@
  * The figure is bytes completed over the time from the first post to the
  * last completion.
  *
- * Like perftest, only every bw_every-th operation (and the last) asks for
- * a completion: an RC send queue completes in order, so one completion
- * stands for the unsignaled ones before it, and the stats count them all
- * then.
+ * Like perftest, only every stream->every-th operation (and the last)
+ * asks for a completion: an RC send queue completes in order, so one
+ * completion stands for the unsignaled ones before it, and the stats
+ * count them all then.
+ *
+ * The stream's state (struct krping_stream) is bw's member of the run's
+ * union, and an sbw client's is in its send state; only this file
+ * touches either.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -22,18 +26,21 @@
 /*
  * The operations a signaled completion stands for: those after the
  * @done completed ones up to the next signaled one (krping_bw_batch_end();
- * bw_total is set before the run's last one is posted). At most
- * bw_every.
+ * the stream's total is set before the run's last one is posted). At
+ * most the stream's every.
  */
-static u32 krping_bw_batch(const struct krping_run *run, u64 done)
+static u32 krping_bw_batch(const struct krping_run *run,
+			   const struct krping_stream *stream, u64 done)
 {
-	return krping_bw_batch_end(done, run->bw_every, run->bench.warmup,
-				   atomic64_read(&run->bw_total)) - done;
+	return krping_bw_batch_end(done, stream->every, run->bench.warmup,
+				   atomic64_read(&stream->total)) - done;
 }
 
 static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
+	struct krping_stream *stream = container_of(wc->wr_cqe,
+						    struct krping_stream, cqe);
 	struct krping_stats *st = run->stats;
 	bool send = wc->opcode == IB_WC_SEND;
 	/* Only the CQ's handlers, one at a time, write the counter. */
@@ -43,27 +50,29 @@ static void krping_bw_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (!krping_wc_ok(run, wc, send ? KRPING_WR_SEND :
 					  KRPING_WR_RDMA_WRITE))
 		return;
-	n = krping_bw_batch(run, done);
+	n = krping_bw_batch(run, stream, done);
 	atomic64_add(n, send ? &st->send_msgs : &st->write_msgs);
 	atomic64_add((u64)n * run->io.rdma_len,
 		     send ? &st->send_bytes : &st->write_bytes);
 	krping_bench_progress(run, done, n, run->io.rdma_len);
 	krping_heard(run);
-	WRITE_ONCE(run->bw_last_ns, ktime_get_ns());
+	WRITE_ONCE(stream->last_ns, ktime_get_ns());
 	krping_count_add(&run->counts.rdma, n);
 	krping_wake(run);
 }
 
 /* Does operation @i ask for a completion (see krping_bw_batch())? */
-static bool krping_bw_signaled(const struct krping_run *run, u64 i)
+static bool krping_bw_signaled(const struct krping_run *run,
+			       const struct krping_stream *stream, u64 i)
 {
-	return krping_bw_signaled_at(i, run->bw_every, run->bench.warmup,
-				     atomic64_read(&run->bw_total));
+	return krping_bw_signaled_at(i, stream->every, run->bench.warmup,
+				     atomic64_read(&stream->total));
 }
 
 /**
  * krping_bench_stream() - stream operations of the whole buffer
  * @run: the run
+ * @stream: its stream: run->bw (bw), or run->send_bench.stream (an sbw client)
  * @opcode: IB_WR_RDMA_WRITE (bw) or IB_WR_SEND (sbw: each waits for the
  *	server's grant first)
  *
@@ -76,7 +85,8 @@ static bool krping_bw_signaled(const struct krping_run *run, u64 i)
  *
  * Return: 0 or the negative errno that ended the run.
  */
-int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
+int krping_bench_stream(struct krping_run *run, struct krping_stream *stream,
+			enum ib_wr_opcode opcode)
 {
 	const struct krping_options *o = run->opts;
 	struct krping_stats *st = run->stats;
@@ -84,9 +94,9 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 	int ret = 0;
 
 	/* A quarter of the queue per completion keeps the queue flowing. */
-	run->bw_every = max_t(u32, o->txdepth / 4, 1);
-	atomic64_set(&run->bw_total, run->bench.total);
-	run->bw_cqe.done = krping_bw_done;
+	stream->every = max_t(u32, o->txdepth / 4, 1);
+	atomic64_set(&stream->total, run->bench.total);
+	stream->cqe.done = krping_bw_done;
 
 	/*
 	 * The index has 64 bits: a run without a count never meets warmup
@@ -106,18 +116,19 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 			 * timed run finished): the last one posted must ask
 			 * for a completion, else one more does.
 			 */
-			if (!i || krping_bw_signaled(run, i - 1))
+			if (!i || krping_bw_signaled(run, stream, i - 1))
 				break;
-			atomic64_set(&run->bw_total, i + 1);
+			atomic64_set(&stream->total, i + 1);
 		}
 		if (krping_bench_begins(i, run->bench.warmup))
 			start = ktime_get_ns();
 		if (opcode == IB_WR_SEND)
 			ret = krping_sbw_wait_grant(run, i);
 		if (!ret)
-			ret = krping_bench_post(run, opcode, &run->bw_cqe,
-						krping_bw_signaled(run, i));
-		if (ret || i + 1 == atomic64_read(&run->bw_total))
+			ret = krping_bench_post(run, opcode, &stream->cqe,
+						krping_bw_signaled(run, stream,
+								   i));
+		if (ret || i + 1 == atomic64_read(&stream->total))
 			break;
 	}
 	if (!ret) {
@@ -133,10 +144,12 @@ int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode)
 	 */
 	done = krping_read_count(&run->counts.rdma);
 	if (start && done > run->bench.warmup) {
-		run->bw_msgs = done - run->bench.warmup;
-		run->bw_bytes = run->bw_msgs * o->size;
-		run->bw_ns = max(READ_ONCE(run->bw_last_ns), start + 1) - start;
-		run->bw_start_ns = start;
+		struct krping_bw_result *res = &stream->result;
+
+		res->msgs = done - run->bench.warmup;
+		res->bytes = res->msgs * o->size;
+		res->ns = max(READ_ONCE(stream->last_ns), start + 1) - start;
+		res->start_ns = start;
 	}
 	atomic64_set(&st->iterations, done);
 	return ret;
@@ -148,5 +161,31 @@ int krping_bench_bw(struct krping_run *run)
 
 	if (o->role != KRPING_ROLE_CLIENT && !o->duplex)
 		return 0;
-	return krping_bench_stream(run, IB_WR_RDMA_WRITE);
+	return krping_bench_stream(run, &run->bw, IB_WR_RDMA_WRITE);
+}
+
+/**
+ * krping_bench_bw_result() - the bandwidth figure of a run
+ * @run: the run, ended
+ * @res: where to put the figure
+ *
+ * Only a stream has one: bw's, and an sbw client's. Any other run,
+ * whose union member is not a stream, and a stream that did not reach
+ * its measured part, give zeroes.
+ */
+void krping_bench_bw_result(const struct krping_run *run,
+			    struct krping_bw_result *res)
+{
+	switch (run->opts->test) {
+	case KRPING_TEST_BW:
+		*res = run->bw.result;
+		break;
+	case KRPING_TEST_SBW:
+		/* An sbw server's stream stays zero (the run is kzalloc'ed). */
+		*res = run->send_bench.stream.result;
+		break;
+	default:
+		memset(res, 0, sizeof(*res));
+		break;
+	}
 }

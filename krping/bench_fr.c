@@ -23,7 +23,7 @@ static void krping_fr_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (!krping_wc_ok(run, wc, KRPING_WR_LOCAL_INV))
 		return;
-	krping_count_inc(&run->fr_count);
+	krping_count_inc(&run->fr.count);
 	krping_wake(run);
 }
 
@@ -53,7 +53,7 @@ static int krping_fr_post(struct krping_run *run, struct krping_mr *m)
 	reg.access = IB_ACCESS_LOCAL_WRITE;
 
 	inv.opcode = IB_WR_LOCAL_INV;
-	inv.wr_cqe = &run->fr_cqe;
+	inv.wr_cqe = &run->fr.cqe;
 	inv.send_flags = IB_SEND_SIGNALED;
 	inv.ex.invalidate_rkey = m->mr->rkey;
 	return ib_post_send(run->conn.qp, &reg.wr, NULL);
@@ -71,12 +71,12 @@ int krping_bench_fr(struct krping_run *run)
 	if (o->role != KRPING_ROLE_CLIENT)
 		return 0;
 
-	run->fr_cqe.done = krping_fr_done;
-	run->fr_mrs = kcalloc(nmrs, sizeof(*run->fr_mrs), GFP_KERNEL);
-	if (!run->fr_mrs)
+	run->fr.cqe.done = krping_fr_done;
+	run->fr.mrs = kcalloc(nmrs, sizeof(*run->fr.mrs), GFP_KERNEL);
+	if (!run->fr.mrs)
 		return -ENOMEM;
-	for (run->fr_nmrs = 0; run->fr_nmrs < nmrs; run->fr_nmrs++) {
-		ret = krping_mr_alloc(run, &run->fr_mrs[run->fr_nmrs],
+	for (run->fr.nmrs = 0; run->fr.nmrs < nmrs; run->fr.nmrs++) {
+		ret = krping_mr_alloc(run, &run->fr.mrs[run->fr.nmrs],
 				      &run->io.start_buf);
 		if (ret)
 			return ret;
@@ -94,11 +94,11 @@ int krping_bench_fr(struct krping_run *run)
 			end = min_t(u64, end, run->bench.total);
 		batch = end - done;
 		for (i = 0; i < batch; i++) {
-			ret = krping_fr_post(run, &run->fr_mrs[i]);
+			ret = krping_fr_post(run, &run->fr.mrs[i]);
 			if (ret)
 				return ret;
 		}
-		ret = krping_wait_count(run, &run->fr_count, done + batch);
+		ret = krping_wait_count(run, &run->fr.count, done + batch);
 		if (ret)
 			return ret;
 		atomic64_add(batch, &st->iterations);
@@ -106,4 +106,24 @@ int krping_bench_fr(struct krping_run *run)
 		done += batch;
 	}
 	return 0;
+}
+
+/**
+ * krping_bench_fr_release() - deregister and free fr's MRs
+ * @run: the run, its QP drained and destroyed (krping_teardown())
+ *
+ * Any test's teardown calls it, also after a failed or partial setup:
+ * the state it frees is fr's member of the run's union, so nothing
+ * is done unless the run is an fr one.
+ */
+void krping_bench_fr_release(struct krping_run *run)
+{
+	struct krping_fr *fr = &run->fr;
+
+	if (run->opts->test != KRPING_TEST_FR)
+		return;
+	while (fr->nmrs)
+		ib_dereg_mr(fr->mrs[--fr->nmrs].mr);
+	kfree(fr->mrs);
+	fr->mrs = NULL;
 }

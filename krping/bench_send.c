@@ -35,6 +35,10 @@
  * another: the server has then received everything, and posted depth or
  * the rest of the count past it. The grant WRITEs are flow control, not
  * test traffic: stats/ does not count them.
+ *
+ * Their state (struct krping_send_bench) is slat's and sbw's member of the
+ * run's union; only this file touches it, and other files reach it
+ * through the functions at the end of this one, which check the test.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -75,7 +79,7 @@ static bool krping_data_recv_fin(struct krping_run *run, struct ib_wc *wc)
 	atomic64_inc(&run->stats->recv_msgs);
 	krping_heard(run);
 	krping_count_inc(&run->counts.recv);
-	krping_count_inc(&run->data_count);
+	krping_count_inc(&run->send_bench.data_count);
 	krping_wake(run);
 	return true;
 }
@@ -86,7 +90,7 @@ static void krping_data_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (krping_data_recv_fin(run, wc) || !krping_data_recv_ok(run, wc))
 		return;
-	krping_count_inc(&run->data_count);
+	krping_count_inc(&run->send_bench.data_count);
 	krping_wake(run);
 }
 
@@ -112,7 +116,7 @@ static int krping_bench_post_data_recv(struct krping_run *run)
 {
 	struct ib_sge sge = { .length = run->opts->size };
 	struct ib_recv_wr wr = {
-		.wr_cqe = &run->data_recv_cqe,
+		.wr_cqe = &run->send_bench.data_recv_cqe,
 		.sg_list = &sge,
 		.num_sge = 1,
 	};
@@ -127,16 +131,19 @@ static int krping_bench_post_data_recv(struct krping_run *run)
 	return ib_post_recv(run->conn.qp, &wr, NULL);
 }
 
-/* SEND our buffer; its completion counts in rdma_count. */
+/* SEND our buffer; its completion counts in counts.rdma. */
 static int krping_slat_send(struct krping_run *run)
 {
-	run->data_send_cqe.done = krping_data_send_done;
-	return krping_bench_post(run, IB_WR_SEND, &run->data_send_cqe, true);
+	struct ib_cqe *cqe = &run->send_bench.data_send_cqe;
+
+	cqe->done = krping_data_send_done;
+	return krping_bench_post(run, IB_WR_SEND, cqe, true);
 }
 
 int krping_bench_slat(struct krping_run *run)
 {
 	bool client = run->opts->role == KRPING_ROLE_CLIENT;
+	atomic64_t *data_count = &run->send_bench.data_count;
 	struct krping_stats *st = run->stats;
 	u64 t_send = 0, now, i;
 	int ret;
@@ -155,14 +162,13 @@ int krping_bench_slat(struct krping_run *run)
 			t_send = ktime_get_ns();
 			ret = krping_slat_send(run);
 			if (!ret)
-				ret = krping_wait_count(run, &run->data_count,
-							i + 1);
+				ret = krping_wait_count(run, data_count, i + 1);
 			if (ret)
 				return ret;
 			krping_bench_sample(run, i,
 					    (ktime_get_ns() - t_send) / 2);
 		} else {
-			ret = krping_wait_count(run, &run->data_count, i + 1);
+			ret = krping_wait_count(run, data_count, i + 1);
 			if (ret)
 				return ret;
 			if (krping_bench_peer_done(run))
@@ -214,16 +220,17 @@ static u64 krping_sbw_limit(const struct krping_run *run)
  */
 static int krping_sbw_grant(struct krping_run *run)
 {
-	u64 grant = run->sbw_posted, *src = run->grant_buf.addr;
+	struct krping_send_bench *snd = &run->send_bench;
+	u64 grant = snd->sbw_posted, *src = snd->grant_buf.addr;
 	u64 limit = krping_sbw_limit(run);
 	struct ib_sge sge = {
-		.addr = run->grant_buf.dma,
+		.addr = snd->grant_buf.dma,
 		.length = sizeof(__be64),
 		.lkey = run->conn.pd->local_dma_lkey,
 	};
 	struct ib_rdma_wr wr = {
 		.wr = {
-			.wr_cqe = &run->grant_cqe,
+			.wr_cqe = &snd->grant_cqe,
 			.opcode = IB_WR_RDMA_WRITE,
 			.send_flags = IB_SEND_SIGNALED,
 			.sg_list = &sge,
@@ -234,21 +241,21 @@ static int krping_sbw_grant(struct krping_run *run)
 	};
 	int ret;
 
-	if (run->sbw_granting || grant == run->sbw_granted)
+	if (snd->sbw_granting || grant == snd->sbw_granted)
 		return 0;
-	if (grant - run->sbw_granted < max_t(u32, run->sbw_depth / 4, 1) &&
+	if (grant - snd->sbw_granted < max_t(u32, snd->sbw_depth / 4, 1) &&
 	    !(limit && grant == limit))
 		return 0;
 	*src = cpu_to_be64(grant);
-	ib_dma_sync_single_for_device(run->conn.pd->device, run->grant_buf.dma,
+	ib_dma_sync_single_for_device(run->conn.pd->device, snd->grant_buf.dma,
 				      sizeof(__be64), DMA_TO_DEVICE);
-	run->sbw_granting = true;
+	snd->sbw_granting = true;
 	ret = ib_post_send(run->conn.qp, &wr.wr, NULL);
 	if (ret) {
-		run->sbw_granting = false;
+		snd->sbw_granting = false;
 		return ret;
 	}
-	run->sbw_granted = grant;
+	snd->sbw_granted = grant;
 	return 0;
 }
 
@@ -260,7 +267,7 @@ static void krping_sbw_grant_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (!krping_wc_ok(run, wc, KRPING_WR_RDMA_WRITE))
 		return;
 	krping_heard(run);
-	run->sbw_granting = false;
+	run->send_bench.sbw_granting = false;
 	ret = krping_sbw_grant(run);
 	if (ret)
 		krping_fail(run, ret);
@@ -273,18 +280,19 @@ static void krping_sbw_grant_done(struct ib_cq *cq, struct ib_wc *wc)
  */
 static int krping_sbw_post_recvs(struct krping_run *run)
 {
-	u64 target = krping_read_count(&run->data_count) + run->sbw_depth;
+	struct krping_send_bench *snd = &run->send_bench;
+	u64 target = krping_read_count(&snd->data_count) + snd->sbw_depth;
 	u64 limit = krping_sbw_limit(run);
 	int ret = 0;
 
 	if (limit)
 		target = min(target, limit);
-	while (run->sbw_posted < target) {
+	while (snd->sbw_posted < target) {
 		ret = krping_bench_post_data_recv(run);
 		if (ret)
 			return ret;
-		run->sbw_posted++;
-		if (!run->bench.fin_empty && limit && run->sbw_posted == limit)
+		snd->sbw_posted++;
+		if (!run->bench.fin_empty && limit && snd->sbw_posted == limit)
 			ret = krping_post_recv(run);
 		if (ret)
 			return ret;
@@ -296,7 +304,7 @@ static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krping_run *run = cq->cq_context;
 	/* Only the CQ's handlers, one at a time, write the counter. */
-	u64 i = atomic64_read(&run->data_count);
+	u64 i = atomic64_read(&run->send_bench.data_count);
 	int ret;
 
 	if (krping_data_recv_fin(run, wc) || !krping_data_recv_ok(run, wc))
@@ -305,7 +313,7 @@ static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (krping_bench_begins(i, run->bench.warmup))
 		krping_bench_started(run, ktime_get_ns());
 	krping_bench_progress(run, i, 1, wc->byte_len);
-	krping_count_inc(&run->data_count);
+	krping_count_inc(&run->send_bench.data_count);
 	ret = krping_sbw_post_recvs(run);
 	if (ret)
 		krping_fail(run, ret);
@@ -315,6 +323,7 @@ static void krping_sbw_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 /* The highest grant the server has written, at most krping_sbw_limit(). */
 static u64 krping_sbw_read_grant(struct krping_run *run)
 {
+	struct krping_send_bench *snd = &run->send_bench;
 	const struct krping_buf *b = &run->io.rdma_buf;
 	u64 limit = krping_sbw_limit(run);
 	u64 grant;
@@ -324,8 +333,8 @@ static u64 krping_sbw_read_grant(struct krping_run *run)
 	grant = be64_to_cpu(READ_ONCE(*(__be64 *)b->addr));
 	if (limit)
 		grant = min(grant, limit);
-	run->sbw_seen = max(run->sbw_seen, grant);
-	return run->sbw_seen;
+	snd->sbw_seen = max(snd->sbw_seen, grant);
+	return snd->sbw_seen;
 }
 
 /**
@@ -355,8 +364,7 @@ int krping_sbw_wait_grant(struct krping_run *run, u64 sent)
 			continue;
 		}
 		wait_event_interruptible_hrtimeout(run->wait.wq,
-						   atomic_read(&run->wait.events) != seen ||
-						   krping_should_stop(run),
+						   krping_woken(run, seen),
 						   ns_to_ktime(KRPING_GRANT_NAP_NS));
 	}
 }
@@ -373,23 +381,24 @@ int krping_sbw_wait_grant(struct krping_run *run, u64 sent)
 int krping_bench_send_setup(struct krping_run *run)
 {
 	if (run->opts->test == KRPING_TEST_SLAT) {
-		run->data_recv_cqe.done = krping_data_recv_done;
+		run->send_bench.data_recv_cqe.done = krping_data_recv_done;
 		return krping_bench_post_data_recv(run);
 	}
 	if (run->opts->role == KRPING_ROLE_CLIENT)
 		return krping_post_recv(run);
-	run->data_recv_cqe.done = krping_sbw_recv_done;
-	run->grant_cqe.done = krping_sbw_grant_done;
+	run->send_bench.data_recv_cqe.done = krping_sbw_recv_done;
+	run->send_bench.grant_cqe.done = krping_sbw_grant_done;
 	return krping_sbw_post_recvs(run);
 }
 
 int krping_bench_sbw(struct krping_run *run)
 {
+	struct krping_send_bench *snd = &run->send_bench;
 	u32 total = run->bench.total;
 	int ret;
 
 	if (run->opts->role == KRPING_ROLE_CLIENT) {
-		ret = krping_bench_stream(run, IB_WR_SEND);
+		ret = krping_bench_stream(run, &snd->stream, IB_WR_SEND);
 		/* A timed run's empty closing SEND takes a receive too. */
 		if (!ret && run->bench.fin_empty)
 			ret = krping_sbw_wait_grant(run,
@@ -407,10 +416,72 @@ int krping_bench_sbw(struct krping_run *run)
 		ret = krping_wait_count(run, &run->counts.recv,
 					run->counts.recv_expected + 1);
 	else
-		ret = krping_wait_count(run, &run->data_count, total);
+		ret = krping_wait_count(run, &snd->data_count, total);
 	/* The closing message counted in data_count too. */
 	atomic64_set(&run->stats->iterations,
-		     krping_read_count(&run->data_count) -
+		     krping_read_count(&snd->data_count) -
 		     (krping_bench_peer_done(run) ? 1 : 0));
 	return ret;
+}
+
+/**
+ * krping_bench_send_set_depth() - decide the data receives a run keeps
+ *	posted
+ * @run: the run, being set up
+ * @attr: its device's attributes
+ *
+ * An sbw server keeps twice the send queue posted, as perftest's
+ * rx_depth is to its tx_depth, within what the device's queues and CQs
+ * take beside the rest of the run; no other run keeps any. resources.c
+ * sizes the run's CQ and receive queue by it.
+ *
+ * Return: the depth (0 but for an sbw server), or -EINVAL when the
+ * device has no room for any.
+ */
+int krping_bench_send_set_depth(struct krping_run *run,
+				const struct ib_device_attr *attr)
+{
+	const struct krping_options *o = run->opts;
+	int depth = 2 * o->txdepth;
+
+	if (o->test != KRPING_TEST_SBW || o->role == KRPING_ROLE_CLIENT)
+		return 0;
+	depth = min(depth, attr->max_qp_wr - KRPING_RECV_DEPTH - 1);
+	depth = min(depth, attr->max_cqe - (int)o->txdepth -
+			   KRPING_RECV_DEPTH - 4);
+	if (depth <= 0)
+		return -EINVAL;
+	run->send_bench.sbw_depth = depth;
+	return depth;
+}
+
+/**
+ * krping_bench_send_alloc() - allocate an sbw server's grant buffer
+ * @run: the run, being set up (krping_setup())
+ *
+ * Return: 0 (also for any other run, which has none) or -ENOMEM.
+ */
+int krping_bench_send_alloc(struct krping_run *run)
+{
+	const struct krping_options *o = run->opts;
+
+	if (o->test != KRPING_TEST_SBW || o->role == KRPING_ROLE_CLIENT)
+		return 0;
+	return krping_buf_alloc(run, &run->send_bench.grant_buf, sizeof(__be64),
+				DMA_TO_DEVICE);
+}
+
+/**
+ * krping_bench_send_free() - free the grant buffer, if the run has one
+ * @run: the run, its QP drained and destroyed, its PD still allocated
+ *
+ * Any test's teardown calls it, also after a failed or partial setup;
+ * the buffer is in slat's and sbw's member of the run's union, so
+ * nothing is done for another test.
+ */
+void krping_bench_send_free(struct krping_run *run)
+{
+	if (run->opts->test != KRPING_TEST_SBW)
+		return;
+	krping_buf_free(run, &run->send_bench.grant_buf);
 }

@@ -11,8 +11,6 @@
 
 #include "run.h"
 
-#define KRPING_RECV_DEPTH		1
-
 /*
  * The port under the run went down (or the device died): end the run.
  * A side that only waits for its peer's next message would not learn it
@@ -63,8 +61,17 @@ static void krping_qp_event(struct ib_event *ev, void *context)
 	}
 }
 
-static int krping_buf_alloc(struct krping_run *run, struct krping_buf *b,
-			    u32 size, enum dma_data_direction dir)
+/**
+ * krping_buf_alloc() - allocate and DMA-map a buffer of the run
+ * @run: the run, its PD allocated
+ * @b: the buffer, empty
+ * @size: its size
+ * @dir: the direction of its mapping
+ *
+ * Return: 0 or -ENOMEM, @b left empty.
+ */
+int krping_buf_alloc(struct krping_run *run, struct krping_buf *b,
+		     u32 size, enum dma_data_direction dir)
 {
 	struct ib_device *dev = run->conn.pd->device;
 
@@ -82,7 +89,12 @@ static int krping_buf_alloc(struct krping_run *run, struct krping_buf *b,
 	return 0;
 }
 
-static void krping_buf_free(struct krping_run *run, struct krping_buf *b)
+/**
+ * krping_buf_free() - unmap and free a buffer of krping_buf_alloc()
+ * @run: the run, its PD still allocated
+ * @b: the buffer; an empty one is left alone
+ */
+void krping_buf_free(struct krping_run *run, struct krping_buf *b)
 {
 	if (!b->addr)
 		return;
@@ -153,30 +165,14 @@ bool krping_server_registers(const struct krping_run *run, bool read)
 }
 
 /* Queues, buffers and registrations of a run, on @id's device. */
-/*
- * sbw: how many data receives the server keeps posted. Twice the send
- * queue, as perftest's rx_depth is to its tx_depth, within what the
- * device's queues and CQs take beside the rest of the run.
- */
-static int krping_sbw_depth(const struct krping_options *o,
-			    const struct ib_device_attr *attr)
-{
-	int depth = 2 * o->txdepth;
-
-	depth = min(depth, attr->max_qp_wr - KRPING_RECV_DEPTH - 1);
-	depth = min(depth, attr->max_cqe - (int)o->txdepth -
-			   KRPING_RECV_DEPTH - 4);
-	return depth > 0 ? depth : -EINVAL;
-}
-
 int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 {
 	const struct krping_options *o = run->opts;
 	bool client = o->role == KRPING_ROLE_CLIENT;
 	bool bench = o->test != KRPING_TEST_PING;
-	bool sbw_server = o->test == KRPING_TEST_SBW && !client;
 	struct ib_device *dev = id->device;
 	struct ib_qp_init_attr qp_attr = {};
+	u32 data_recvs;
 	int ret;
 
 	run->conn.conn_id = id;
@@ -205,18 +201,16 @@ int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	}
 
 	/*
-	 * Room for a full send queue, the keepalive probe, the receive and
-	 * both drain WRs.
+	 * Room for a full send queue, the keepalive probe, the receive,
+	 * an sbw server's data receives and both drain WRs.
 	 */
 	run->wait.poll = o->poll;
-	if (sbw_server) {
-		ret = krping_sbw_depth(o, &dev->attrs);
-		if (ret < 0)
-			return ret;
-		run->sbw_depth = ret;
-	}
+	ret = krping_bench_send_set_depth(run, &dev->attrs);
+	if (ret < 0)
+		return ret;
+	data_recvs = ret;
 	run->conn.cq = ib_alloc_cq(dev, run, o->txdepth + KRPING_RECV_DEPTH +
-				   4 + run->sbw_depth, 0,
+				   4 + data_recvs, 0,
 				   o->poll ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
 	if (IS_ERR(run->conn.cq)) {
 		ret = PTR_ERR(run->conn.cq);
@@ -235,7 +229,7 @@ int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 	 * send queue for the keepalive probe.
 	 */
 	qp_attr.cap.max_send_wr = o->txdepth + 2;
-	qp_attr.cap.max_recv_wr = KRPING_RECV_DEPTH + 1 + run->sbw_depth;
+	qp_attr.cap.max_recv_wr = KRPING_RECV_DEPTH + 1 + data_recvs;
 	qp_attr.cap.max_send_sge = 1;
 	qp_attr.cap.max_recv_sge = 1;
 	ret = rdma_create_qp(id, run->conn.pd, &qp_attr);
@@ -254,9 +248,8 @@ int krping_setup(struct krping_run *run, struct rdma_cm_id *id)
 				       o->test == KRPING_TEST_SBW ?
 				       max_t(u32, o->size, sizeof(__be64)) :
 				       o->size, DMA_BIDIRECTIONAL);
-	if (!ret && sbw_server)
-		ret = krping_buf_alloc(run, &run->grant_buf, sizeof(__be64),
-				       DMA_TO_DEVICE);
+	if (!ret)
+		ret = krping_bench_send_alloc(run);
 	if (!ret && (client || bench))
 		ret = krping_buf_alloc(run, &run->io.start_buf, o->size,
 				       DMA_BIDIRECTIONAL);
@@ -333,9 +326,7 @@ void krping_teardown(struct krping_run *run)
 		rdma_destroy_qp(run->conn.conn_id);
 		run->conn.qp = NULL;
 	}
-	while (run->fr_nmrs)
-		ib_dereg_mr(run->fr_mrs[--run->fr_nmrs].mr);
-	kfree(run->fr_mrs);
+	krping_bench_fr_release(run);
 	if (run->io.start_mr.mr)
 		ib_dereg_mr(run->io.start_mr.mr);
 	if (run->io.rdma_mr.mr)
@@ -345,7 +336,7 @@ void krping_teardown(struct krping_run *run)
 		krping_buf_free(run, &run->io.send_buf);
 		krping_buf_free(run, &run->io.start_buf);
 		krping_buf_free(run, &run->io.rdma_buf);
-		krping_buf_free(run, &run->grant_buf);
+		krping_bench_send_free(run);
 	}
 	if (run->conn.cq)
 		krping_free_cq(run->conn.cq, had_qp);

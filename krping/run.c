@@ -107,29 +107,34 @@ static int krping_qp_thread(void *data)
 	return ret;
 }
 
-/* Merge the figures of a group's runs into its first. */
-static void krping_group_merge(struct krping_group *grp)
+/*
+ * Merge the figures of a group's runs: the latency samples into its
+ * first run's, the bandwidth into @bw.
+ */
+static void krping_group_merge(struct krping_group *grp,
+			       struct krping_bw_result *bw)
 {
 	struct krping_run *first = grp->runs[0];
+	struct krping_bw_result res;
 	u64 start = 0, end = 0;
 	u32 i;
 
+	memset(bw, 0, sizeof(*bw));
 	for (i = 0; i < grp->n; i++) {
 		struct krping_run *run = grp->runs[i];
 
 		if (i)
 			krping_lat_merge(&first->lat, &run->lat);
-		if (!run->bw_bytes)
+		krping_bench_bw_result(run, &res);
+		if (!res.bytes)
 			continue;
-		if (!start || run->bw_start_ns < start)
-			start = run->bw_start_ns;
-		end = max(end, run->bw_start_ns + run->bw_ns);
-		if (i) {
-			first->bw_msgs += run->bw_msgs;
-			first->bw_bytes += run->bw_bytes;
-		}
+		if (!start || res.start_ns < start)
+			start = res.start_ns;
+		end = max(end, res.start_ns + res.ns);
+		bw->msgs += res.msgs;
+		bw->bytes += res.bytes;
 	}
-	first->bw_ns = end - start;
+	bw->ns = end - start;
 }
 
 /*
@@ -193,9 +198,13 @@ static int krping_group_run(struct krping_group *grp)
 	return READ_ONCE(grp->error);
 }
 
-/* Publish the figures of @run (a group's first: of the whole group). */
+/*
+ * Publish the figures of @run (a group's first: of the whole group) and
+ * the bandwidth @bw.
+ */
 static void krping_run_publish(struct krping_session *sess,
-			       struct krping_run *run)
+			       struct krping_run *run,
+			       const struct krping_bw_result *bw)
 {
 	struct krping_lat_buckets *hist;
 	struct krping_lat_summary lat;
@@ -206,13 +215,13 @@ static void krping_run_publish(struct krping_session *sess,
 	/* The histogram file is one sysfs page; see krping_lat_export(). */
 	hist = krping_lat_export(&run->lat, PAGE_SIZE - 1, GFP_KERNEL);
 	krping_lat_summarize(&run->lat, &lat);
-	krping_session_publish(sess, &lat, hist, run->bw_msgs, run->bw_bytes,
-			       run->bw_ns);
+	krping_session_publish(sess, &lat, hist, bw->msgs, bw->bytes, bw->ns);
 }
 
 static int krping_run_group(struct krping_session *sess,
 			    const struct krping_options *opts)
 {
+	struct krping_bw_result bw;
 	struct krping_group *grp;
 	int ret = -ENOMEM;
 	u32 i;
@@ -237,8 +246,8 @@ static int krping_run_group(struct krping_session *sess,
 	}
 
 	ret = krping_group_run(grp);
-	krping_group_merge(grp);
-	krping_run_publish(sess, grp->runs[0]);
+	krping_group_merge(grp, &bw);
+	krping_run_publish(sess, grp->runs[0], &bw);
 out:
 	for (i = 0; i < grp->n; i++)
 		krping_run_free(grp->runs[i]);
@@ -261,6 +270,7 @@ out:
  */
 int krping_run(struct krping_session *sess, const struct krping_options *opts)
 {
+	struct krping_bw_result bw;
 	struct krping_run *run;
 	int ret;
 
@@ -271,7 +281,8 @@ int krping_run(struct krping_session *sess, const struct krping_options *opts)
 	if (!run)
 		return -ENOMEM;
 	ret = krping_run_body(run);
-	krping_run_publish(sess, run);
+	krping_bench_bw_result(run, &bw);
+	krping_run_publish(sess, run, &bw);
 	krping_teardown(run);
 	krping_run_free(run);
 	return ret;

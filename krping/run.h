@@ -192,8 +192,9 @@ struct krping_conn {
  * @reg_cqe: completion handler of REG_MR
  * @inv_cqe: completion handler of the LOCAL_INV before a REG_MR
  *
- * resources.c allocates and frees the buffers and MRs; post.c posts the
- * work that uses them and sets the completion handlers.
+ * resources.c allocates and frees the buffers and MRs; the tests (ping.c,
+ * bench*.c) post work on them through post.c, whose completion handlers
+ * these are (bench.c notes the RDMA operation in flight).
  */
 struct krping_io {
 	struct krping_buf recv_buf;
@@ -236,10 +237,13 @@ struct krping_io {
  * @probing: a keepalive probe is in flight
  * @probe_cqe: completion handler of the probe
  *
- * wait.c owns it. The CM handler (cm.c), the port and QP events
- * (resources.c) and the completion handlers record what happened here
+ * wait.c waits with it and keeps the watch over the peer. Setup
+ * (resources.c) sets @poll and @peer_timeout, a benchmark's loop @lazy
+ * and @draining; the CM handler (cm.c), the port and QP events
+ * (resources.c) and the completion handlers record what happened
  * (krping_fail(), @disconnected, @flushed, krping_heard()) and wake the
- * thread (krping_wake()).
+ * thread (krping_wake()); the few waits outside wait.c (cm.c, group.c,
+ * bench_send.c) sleep on @wq.
  */
 struct krping_wait {
 	wait_queue_head_t wq;
@@ -265,8 +269,8 @@ struct krping_wait {
  * @send: successful SEND completions of messages
  * @rdma: successful RDMA READ/WRITE completions (slat, sbw: data SENDs)
  *
- * A benchmark's own counters are among its fields (fr_count,
- * data_count).
+ * A benchmark's own counters are in its state (struct krping_fr,
+ * struct krping_send_bench).
  */
 struct krping_counts {
 	atomic64_t recv;
@@ -316,6 +320,96 @@ struct krping_bench_state {
 };
 
 /**
+ * struct krping_bw_result - the bandwidth figure of a run
+ * @msgs: measured operations completed
+ * @bytes: bytes they moved
+ * @ns: the time they took
+ * @start_ns: when the first was posted (ktime_get_ns())
+ */
+struct krping_bw_result {
+	u64 msgs;
+	u64 bytes;
+	u64 ns;
+	u64 start_ns;
+};
+
+/**
+ * struct krping_stream - a bandwidth stream (bench_bw.c): bw's, and an
+ *	sbw client's
+ * @cqe: completion handler of a signaled WRITE or SEND, which also
+ *	completes the unsignaled ones posted before it
+ * @every: one WRITE or SEND in this many is signaled
+ * @total: the operations of the run once known, 0 before (a signaled
+ *	completion covers those up to the next multiple of @every, the
+ *	warm-up's end or this, whichever comes first); written by the
+ *	thread, read by the completion handler
+ * @last_ns: when its last completion was seen (ktime_get_ns())
+ * @result: the figure, once the stream has ended
+ *
+ * Only bench_bw.c touches it; its completion handler finds it from its
+ * work request's cqe (container_of()).
+ */
+struct krping_stream {
+	struct ib_cqe cqe;
+	u32 every;
+	atomic64_t total;
+	u64 last_ns;
+	struct krping_bw_result result;
+};
+
+/**
+ * struct krping_fr - the state of fr (bench_fr.c)
+ * @mrs: the MRs registered and invalidated
+ * @nmrs: how many of @mrs are allocated
+ * @count: completed LOCAL_INVs (a completion counter, see count.h)
+ * @cqe: completion handler of LOCAL_INV
+ *
+ * Only bench_fr.c touches it; krping_teardown() has it release the MRs
+ * (krping_bench_fr_release()).
+ */
+struct krping_fr {
+	struct krping_mr *mrs;
+	u32 nmrs;
+	atomic64_t count;
+	struct ib_cqe cqe;
+};
+
+/**
+ * struct krping_send_bench - the state of slat and sbw (bench_send.c)
+ * @data_count: successful receives of the peer's data SENDs (a
+ *	completion counter, see count.h)
+ * @data_recv_cqe: completion handler of a data receive
+ * @data_send_cqe: slat: completion handler of a data SEND
+ * @grant_cqe: sbw server: completion handler of a grant WRITE
+ * @grant_buf: sbw server: the source of a grant WRITE
+ * @sbw_depth: sbw server: data receives kept posted
+ * @sbw_posted: sbw server: data receives posted so far
+ * @sbw_granted: sbw server: the last grant written to the client (the
+ *	data receives it may fill), sent or in flight
+ * @sbw_granting: sbw server: a grant WRITE is in flight
+ * @sbw_seen: sbw client: the highest grant read so far
+ * @stream: sbw client: its stream of SENDs, which bench_bw.c runs
+ *	(krping_bench_stream()) and bench_send.c touches only by address
+ *
+ * Only bench_send.c touches it (but @stream); resources.c sizes the CQ
+ * and QP by krping_bench_send_set_depth() and has the grant buffer allocated
+ * and freed by krping_bench_send_alloc() and krping_bench_send_free().
+ */
+struct krping_send_bench {
+	atomic64_t data_count;
+	struct ib_cqe data_recv_cqe;
+	struct ib_cqe data_send_cqe;
+	struct ib_cqe grant_cqe;
+	struct krping_buf grant_buf;
+	u32 sbw_depth;
+	u64 sbw_posted;
+	u64 sbw_granted;
+	bool sbw_granting;
+	u64 sbw_seen;
+	struct krping_stream stream;
+};
+
+/**
  * struct krping_run - state of one run
  * @sess: the session (results and state go there)
  * @opts: the run's settings
@@ -328,35 +422,24 @@ struct krping_bench_state {
  * @conn: its connection (cm.c, resources.c)
  * @io: its buffers, registrations and messages (resources.c, post.c)
  * @wait: its thread's wait state and keepalive (wait.c)
- * @counts: its completion counters (post.c counts, the tests wait)
+ * @counts: its completion counters (the completion handlers count, the
+ *	thread waits on them)
  * @bench: benchmarks: their common state (bench.c)
- * @bw_msgs: operations completed by a bandwidth run
- * @bw_bytes: bytes they moved
- * @bw_ns: duration of a bandwidth run
- * @bw_start_ns: when it began (ktime_get_ns())
- * @bw_last_ns: when its last completion was seen (ktime_get_ns())
- * @data_count: slat, sbw: successful receives of the peer's data SENDs
- * @fr_count: fr: completed LOCAL_INVs
- * @fr_cqe: fr: completion handler of LOCAL_INV
- * @bw_cqe: bw, sbw: completion handler of a signaled WRITE or SEND,
- *	which also completes the unsignaled ones posted before it
- * @bw_every: bw, sbw: one WRITE or SEND in this many is signaled
- * @bw_total: bw, sbw: the operations of the run once known, 0 before (a
- *	signaled completion covers those up to the next multiple of
- *	@bw_every, the warm-up's end or this, whichever comes first);
- *	written by the thread, read by the completion handler
- * @sbw_depth: sbw server: data receives kept posted
- * @sbw_posted: sbw server: data receives posted so far
- * @sbw_granted: sbw server: the last grant written to the client (the
- *	data receives it may fill), sent or in flight
- * @sbw_granting: sbw server: a grant WRITE is in flight
- * @sbw_seen: sbw client: the highest grant read so far
- * @fr_mrs: fr: the MRs registered and invalidated
- * @fr_nmrs: fr: how many of @fr_mrs are allocated
- * @data_recv_cqe: slat, sbw: completion handler of a data receive
- * @data_send_cqe: slat: completion handler of a data SEND
- * @grant_cqe: sbw server: completion handler of a grant WRITE
- * @grant_buf: sbw server: the source of a grant WRITE
+ * @bw: bw: its stream (bench_bw.c)
+ * @fr: fr: its MRs and counter (bench_fr.c)
+ * @send_bench: slat, sbw: their receives, grants, and an sbw client's
+ *	stream (bench_send.c)
+ *
+ * @bw, @fr and @send_bench share memory: a run uses the one of its test
+ * (opts->test, which never changes: a server learns its client's plan,
+ * not its test), and no other; ping, wlat and rlat use none. So code
+ * outside a benchmark's file reaches its state only through that file's
+ * functions, which check the test: krping_bench_bw_result(),
+ * krping_bench_send_set_depth(), krping_bench_send_alloc(),
+ * krping_bench_send_free() and krping_bench_fr_release(). The run is
+ * kzalloc'ed, so the union starts zeroed, and a cqe in it is set and
+ * posted only for a run of its test (an sbw client's stream by
+ * bench_bw.c, on behalf of bench_send.c).
  */
 struct krping_run {
 	struct krping_session *sess;
@@ -372,33 +455,17 @@ struct krping_run {
 	struct krping_wait wait;
 	struct krping_counts counts;
 	struct krping_bench_state bench;
-
-	u64 bw_msgs;
-	u64 bw_bytes;
-	u64 bw_ns;
-	u64 bw_last_ns;
-	u64 bw_start_ns;
-	atomic64_t data_count;
-	atomic64_t fr_count;
-	struct ib_cqe fr_cqe;
-	struct ib_cqe bw_cqe;
-	u32 bw_every;
-	atomic64_t bw_total;
-	u32 sbw_depth;
-	u64 sbw_posted;
-	u64 sbw_granted;
-	bool sbw_granting;
-	u64 sbw_seen;
-	struct krping_mr *fr_mrs;
-	u32 fr_nmrs;
-	struct ib_cqe data_recv_cqe;
-	struct ib_cqe data_send_cqe;
-	struct ib_cqe grant_cqe;
-	struct krping_buf grant_buf;
+	union {
+		struct krping_stream bw;
+		struct krping_fr fr;
+		struct krping_send_bench send_bench;
+	};
 };
 
 /* Every message krping sends with SEND: struct krping_rdma_info. */
 #define KRPING_MSG_SIZE			sizeof(struct krping_rdma_info)
+/* Receives of messages a run keeps posted (beside a test's own). */
+#define KRPING_RECV_DEPTH		1
 /* After our disconnect, how long flushed work may take to come back. */
 #define KRPING_FLUSH_TIMEOUT		(5 * HZ)
 /*
@@ -433,6 +500,16 @@ int krping_wait_count(struct krping_run *run, const atomic64_t *counter,
 		      u64 target);
 int krping_wait_disconnect(struct krping_run *run, unsigned long timeout);
 
+/*
+ * What ends the thread's sleep: an event since it read @seen of
+ * wait.events (a CM or CQ handler ran), or the run is to stop.
+ */
+static inline bool krping_woken(const struct krping_run *run, int seen)
+{
+	return atomic_read(&run->wait.events) != seen ||
+	       krping_should_stop(run);
+}
+
 /* cm.c */
 #ifdef CONFIG_FAULT_INJECTION
 void krping_handoff_delay(void);
@@ -458,6 +535,9 @@ int krping_group_barrier(struct krping_run *run);
 void krping_run_init(struct krping_run *run, struct krping_session *sess,
 		     const struct krping_options *opts);
 int krping_setup(struct krping_run *run, struct rdma_cm_id *id);
+int krping_buf_alloc(struct krping_run *run, struct krping_buf *b,
+		     u32 size, enum dma_data_direction dir);
+void krping_buf_free(struct krping_run *run, struct krping_buf *b);
 int krping_mr_alloc(struct krping_run *run, struct krping_mr *m,
 		    struct krping_buf *b);
 bool krping_server_registers(const struct krping_run *run, bool read);
@@ -507,7 +587,8 @@ int krping_bench_fr(struct krping_run *run);
 int krping_bench_slat(struct krping_run *run);
 int krping_bench_sbw(struct krping_run *run);
 int krping_bench_send_setup(struct krping_run *run);
-int krping_bench_stream(struct krping_run *run, enum ib_wr_opcode opcode);
+int krping_bench_stream(struct krping_run *run, struct krping_stream *stream,
+			enum ib_wr_opcode opcode);
 int krping_sbw_wait_grant(struct krping_run *run, u64 sent);
 bool krping_bench_next(struct krping_run *run, u64 i);
 bool krping_bench_peer_done(const struct krping_run *run);
@@ -517,6 +598,17 @@ void krping_bench_progress(struct krping_run *run, u64 first, u32 n,
 			   u64 bytes);
 int krping_bench_post(struct krping_run *run, enum ib_wr_opcode opcode,
 		      struct ib_cqe *cqe, bool signaled);
+/*
+ * What other files ask of a benchmark's own state (see struct
+ * krping_run): each checks the run's test.
+ */
+void krping_bench_bw_result(const struct krping_run *run,
+			    struct krping_bw_result *res);
+void krping_bench_fr_release(struct krping_run *run);
+int krping_bench_send_set_depth(struct krping_run *run,
+				const struct ib_device_attr *attr);
+int krping_bench_send_alloc(struct krping_run *run);
+void krping_bench_send_free(struct krping_run *run);
 
 /*
  * A pause in a busy loop (wlat's spin on its sink, poll=1 waits), and

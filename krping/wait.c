@@ -329,8 +329,7 @@ static void krping_idle(struct krping_run *run, int seen,
 	if (deadline)
 		timeout = clamp_t(long, (long)(deadline - jiffies), 1, timeout);
 	wait_event_interruptible_timeout(run->wait.wq,
-					 atomic_read(&run->wait.events) != seen ||
-					 krping_should_stop(run),
+					 krping_woken(run, seen),
 					 timeout);
 }
 
@@ -338,7 +337,7 @@ static void krping_idle(struct krping_run *run, int seen,
  * krping_wait_count() - wait for a completion counter to reach a target
  * @run: the run
  * @counter: a completion counter of the run (struct krping_counts, or
- *	a benchmark's own: fr_count, data_count)
+ *	a benchmark's own: fr's count, slat's and sbw's data_count)
  * @target: the count to wait for
  *
  * Sleeps on completion events, or busy-polls the CQ when the run polls.
