@@ -38,6 +38,7 @@
 #include <linux/inet.h>
 #include <linux/kernel.h>
 #include <linux/limits.h>
+#include <linux/overflow.h>
 #include <linux/stddef.h>
 #include <linux/string.h>
 
@@ -127,25 +128,28 @@ static const struct krping_opt krping_opts[] = {
 
 /*
  * Each row holds to its field, which the table accesses with the width
- * the row says: a NUM field has the row's type, one of u8, u16 and u32; a
- * BOOL field is a bool (stored through a u8); an ENUM field is the size
- * of a u32 (stored through one) and has a name for each of its values.
+ * the row says: a NUM field has the row's type, one of u8, u16 and u32,
+ * whose range holds the row's min and max; a BOOL field is a bool (stored through
+ * a u8); an ENUM field is its enum krping_<field>, the size of a u32
+ * (stored through one), with a name for each of its values.
  * Never used at run time.
  */
 #define KRPING_FIELD_IS(_field, _type)					\
 	__same_type(typeof_member(struct krping_options, _field), _type)
 #define KRPING_OPTION(_name, _kind, ...)				\
 	KRPING_CHECK_##_kind(_name, __VA_ARGS__),
-#define KRPING_CHECK_NUM(_field, type, ...)				\
+#define KRPING_CHECK_NUM(_field, type, _min, _max, ...)			\
 	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, type) ||		\
 			  !(__same_type(type, u8) ||			\
 			    __same_type(type, u16) ||			\
-			    __same_type(type, u32)))
+			    __same_type(type, u32)) ||			\
+			  (u64)(_min) > type_max(type) ||		\
+			  (u64)(_max) > type_max(type))
 #define KRPING_CHECK_BOOL(_field, ...)					\
 	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, bool))
 #define KRPING_CHECK_ENUM(_field, _last, ...)				\
-	BUILD_BUG_ON_ZERO(sizeof_field(struct krping_options, _field) !=	\
-			  sizeof(u32) ||				\
+	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, enum krping_##_field) || \
+			  sizeof(enum krping_##_field) != sizeof(u32) ||	\
 			  ARRAY_SIZE(krping_##_field##_names) != (_last) + 1)
 #define KRPING_CHECK_ADDR(_field, ...)					\
 	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, struct sockaddr_storage))

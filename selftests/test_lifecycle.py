@@ -231,6 +231,23 @@ def test_client_connection_refused(pool):
         assert cli.stat("iterations") == 0
 
 
+def test_a_state_read_after_start_leaves_the_end_to_the_wait(pool):
+    """A read of state between start() and the wait must not take the
+    change the wait sleeps for: a client refused twice ends its second
+    run in the state of its first, and the wait must still see it."""
+    cli = pool.session("c", role="client", addr=krping.SERVER_ADDR,
+                       port=krping.next_port(), count=1)
+    cli.start()
+    assert cli.wait_end() == "failed", cli.describe()
+    cli.start()
+    # the run ended, seen through a file of our own
+    krping.wait_for(lambda: krping.read_text(cli.sys / "state") == "failed",
+                    what="the second run's end")
+    assert cli.state == "failed"
+    assert cli.wait_end(timeout=5) == "failed", cli.describe()
+    assert cli.error == -errno.ECONNREFUSED
+
+
 def test_client_refused_by_stopped_server(pool):
     """The port is free again once the server is stopped."""
     srv = listening_server(pool)

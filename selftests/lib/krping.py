@@ -559,7 +559,10 @@ def wait_session(name, timeout=SHORT_TIMEOUT):
     once its state file is there: sysfs shows the results directory a
     moment before its files (kobject_add() creates the one, then the
     attribute groups)."""
-    wait_for(lambda: (SYSFS / name / "state").exists(), timeout=timeout,
+    # mkdir makes the sysfs directory before configfs shows the item's
+    # (configfs_mkdir() attaches it after make_item()): wait for both.
+    wait_for(lambda: (SYSFS / name / "state").exists() and
+             (CONFIGFS / name).is_dir(), timeout=timeout,
              what=f"session {name}")
     return Session(name, create=False)
 

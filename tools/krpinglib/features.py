@@ -33,26 +33,23 @@ class Option:
 
 def parse(text):
     """The options of a features file's text, by name, in its order.
-    A line this version does not know is kept as its name and kind, so a
-    newer module's kinds do not break an older CLI."""
+    A line of a kind this version does not know, or in a shape it does
+    not read, is kept as its name and kind: a newer module's lines do
+    not break an older CLI."""
     options = {}
-    for n, line in enumerate(text.splitlines(), 1):
+    for line in text.splitlines():
         fields = line.split()
         if not fields:
             continue
-        if len(fields) < 2:
-            raise ValueError(f"features line {n}: {line!r}: no kind")
-        name, kind, rest = fields[0], fields[1], fields[2:]
-        if kind == "number":
-            low, sep, high = (rest[0] if rest else "").partition("..")
-            if not sep or not low.isdigit() or not high.isdigit():
-                raise ValueError(f"features line {n}: {line!r}: "
-                                 f"no MIN..MAX")
+        name, kind = fields[0], fields[1] if len(fields) > 1 else "?"
+        rest = fields[2] if len(fields) > 2 else ""
+        low, sep, high = rest.partition("..")
+        if kind == "number" and sep and low.isdigit() and high.isdigit():
             options[name] = Option(name, kind, int(low), int(high))
-        elif kind == "enum":
-            if not rest:
-                raise ValueError(f"features line {n}: {line!r}: no values")
-            options[name] = Option(name, kind, values=rest[0].split(","))
+        elif kind == "enum" and rest:
+            options[name] = Option(name, kind, values=rest.split(","))
+        elif kind in ("number", "enum"):
+            options[name] = Option(name, f"{kind}?")
         else:
             options[name] = Option(name, kind)
     return options

@@ -142,13 +142,14 @@ def remote_features(transport):
     module has no features file)."""
     features = getattr(transport, "krping_features", None)
     if features is None:
-        cp = transport.cmd(f"cat {REMOTE_CONFIGFS}/features", check=False)
+        path = f"{REMOTE_CONFIGFS}/features"
+        cp = transport.cmd(f"cat {path}", check=False)
         options = None
         if cp.returncode == 0:
             options = parse_features(cp.stdout)
         elif errno_of(cp.stderr) != errno.ENOENT:
-            raise OSError(errno_of(cp.stderr), f"{REMOTE_CONFIGFS}/features "
-                          f"on {transport.dest}: {cp.stderr.strip()}")
+            err = errno_of(cp.stderr)
+            raise OSError(err, os.strerror(err), f"{path} on {transport.dest}")
         features = Features(options, transport.dest)
         transport.krping_features = features
     return features
@@ -157,11 +158,12 @@ def remote_features(transport):
 def apply_script(directory, settings):
     """One shell command writing each (attribute, value) of settings in
     directory, in order, each in one write; it stops at the first
-    refused one and names it on the last line of its stderr."""
+    refused one and names it on the last line of its stderr, after the
+    shell's message (a directory gone is its attribute's ENOENT)."""
     import shlex
 
-    return f"cd {directory} && " + " && ".join(
-        f"{{ printf %s {shlex.quote(value_text(v))} > {a} || "
+    return " && ".join(
+        f"{{ printf %s {shlex.quote(value_text(v))} > {directory}/{a} || "
         f"{{ echo {a} >&2; exit 1; }}; }}" for a, v in settings)
 
 
@@ -201,9 +203,10 @@ class RemoteSession:
         if create:
             cp = ssh.cmd(f"mkdir {self.cfg}", check=False)
             if cp.returncode:
-                err = errno_of(cp.stderr)
-                raise OSError(err, f"mkdir {self.cfg} on {ssh.dest}: "
-                              f"{os.strerror(err)}")
+                # the shell's message, which names more than the errno
+                raise OSError(errno_of(cp.stderr),
+                              cp.stderr.strip() or "mkdir failed",
+                              f"{self.cfg} on {ssh.dest}")
             self.created = True
 
     def where(self):
@@ -267,7 +270,7 @@ class RemoteSession:
     def wait(self, states, timeout=None, seen=None):
         """Poll the remote state until it is in states; return it, or
         None after timeout seconds (None: no limit); seen, a list, gets
-        the state it ends in (the loop runs there). The write of start
+        each state read that differs from the one before. The write of start
         sets the state to resolving before it returns
         (krping_session_start()), so after a start() an end state is
         that run's, however soon it ended."""
@@ -277,8 +280,10 @@ class RemoteSession:
             chunk = self.WAIT_CHUNK
             if deadline is not None:
                 chunk = min(chunk, max(0.0, deadline - time.monotonic()))
-            # prints the state reached and exits 0, or exits 3 at the end
-            # of the chunk; 10 reads a second, with the shell's builtins
+            # prints the states it read, each that differs from the one
+            # before, and exits 0 on one of states (the last printed), or 3
+            # at the end of the chunk; 10 reads a second, with the shell's
+            # builtins
             # only: a program started costs the remote's CPU (a `sleep`
             # under TCG takes 0.2 s of it, the CPU a krping run there
             # needs), so bash naps in `read -t` on a fifo only it holds;
@@ -287,19 +292,20 @@ class RemoteSession:
             script = (f"f={self.sys}/state; {NAP_SETUP}"
                       "read -r up _ < /proc/uptime || exit 2; "
                       f"end=$(( ${{up%%.*}} + {math.ceil(chunk)} )); "
-                      "while :; do { read -r s < $f; } 2>/dev/null || "
-                      "{ cat $f; exit 2; }; "
-                      f"case \" {want} \" in *\" $s \"*) "
-                      "echo $s; exit 0;; esac; "
+                      "last=; while :; do { read -r s < $f; } 2>/dev/null "
+                      "|| { cat $f; exit 2; }; "
+                      "[ \"$s\" = \"$last\" ] || { echo $s; last=$s; }; "
+                      f"case \" {want} \" in *\" $s \"*) exit 0;; esac; "
                       "read -r up _ < /proc/uptime || exit 2; "
                       "[ ${up%%.*} -ge $end ] && exit 3; "
                       "nap; done")
             cp = self.ssh.cmd(script, check=False, timeout=chunk + 30)
-            if cp.returncode == 0:
-                state = cp.stdout.strip()
-                if seen is not None:
-                    seen.append(state)
-                return state
+            read = cp.stdout.split()
+            if seen is not None:
+                seen.extend(st for i, st in enumerate(read)
+                            if i or not seen or seen[-1] != st)
+            if cp.returncode == 0 and read:
+                return read[-1]
             if cp.returncode != 3:
                 raise OSError(errno_of(cp.stderr),
                               f"{self.sys}/state on {self.ssh.dest}")

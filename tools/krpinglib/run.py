@@ -10,8 +10,7 @@ import sys
 import time
 
 from .abi import MAX_SIZE, TERMINAL
-from .errors import (ERROR_HINTS, CliError, Interrupted, describe_errno,
-                     errname)
+from .errors import ERROR_HINTS, CliError, Interrupted, errname
 from .report import (Printer, failure_text, figures, print_histograms,
                      print_json, print_per_qp, read_histogram, read_per_qp,
                      rlat_note, run_ok)
@@ -77,24 +76,26 @@ class Runner:
     def make(self, name, remote):
         """The session, or CliError saying why it could not be made."""
         from .session import CONFIGFS
+        cfg = os.path.join(CONFIGFS, name)
         try:
             if remote:
                 from .remote import RemoteSession
                 return RemoteSession(self.ssh, name)
             return Session(name)
         except FileExistsError:
-            where = (f"on {self.ssh.dest}" if remote
-                     else f"({os.path.join(CONFIGFS, name)})")
-            raise CliError(f"session {name!r} exists already {where}; pick "
+            if remote:
+                raise CliError(f"session {name!r} exists already on "
+                               f"{self.ssh.dest}; pick another --name") \
+                    from None
+            raise CliError(f"session {name!r} exists already ({cfg}); pick "
                            f"another --name or remove it with 'krping rm "
-                           f"{name}'{' there' if remote else ''}") from None
+                           f"{name}'") from None
         except OSError as e:
-            where = f" on {self.ssh.dest}" if remote else ""
-            raise CliError(f"cannot create session {name!r}{where}: "
-                           f"{describe_errno(e.errno)}"
-                           + (": run as root" if e.errno in (errno.EACCES,
-                                                            errno.EPERM)
-                              else "")) from None
+            if not remote and e.errno in (errno.EACCES, errno.EPERM):
+                raise CliError(f"cannot create {cfg}: permission denied "
+                               f"(run as root)") from None
+            raise CliError(f"cannot create {e.filename or cfg}: "
+                           f"{e.strerror}") from None
 
     def finish(self, sess):
         sess.close()

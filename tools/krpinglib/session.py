@@ -115,7 +115,10 @@ class Session:
 
     @property
     def state(self):
-        return self.read_state()
+        # A fresh read: one through wait()'s descriptor would take the
+        # change poll() is to report, and a wait after start() could then
+        # miss a run that has already ended.
+        return read_text(os.path.join(self.sys, "state"))
 
     def close(self):
         if self.fd is not None:
