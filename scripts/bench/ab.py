@@ -27,14 +27,13 @@ KRPING_AB_BEFORE naming the git revision to build the before module
 from) in a 6.12 guest of one vCPU; writes ab.json and ab.txt to --out.
 """
 
-import argparse
 import os
 import subprocess
 import sys
 import time
 
 import bench
-from bench import fmt, log
+from bench import log
 
 # (test, size, iterations, figure, unit, a larger figure is better)
 ROWS = (("ping", 64, 500, "t_typical_usec", "usec median", False),
@@ -67,10 +66,7 @@ def verdict(interval, margin, larger_is_better):
 
 
 def main():
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = bench.paired_parser(__doc__, port_base=19600)
     ap.add_argument("--before-ko", required=True, metavar="KO",
                     help="rdma_krping.ko built before the change")
     ap.add_argument("--reps", type=int, default=20,
@@ -79,10 +75,6 @@ def main():
                     help="the change below which the verdict is same")
     ap.add_argument("--tests", default=",".join(r[0] for r in ROWS),
                     help="the rows to run, comma-separated")
-    ap.add_argument("--txdepth", type=int, default=bench.TXDEPTH)
-    ap.add_argument("--port-base", type=int, default=19600)
-    ap.add_argument("--cmd-timeout", type=int, default=180)
-    ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
     args = ap.parse_args()
     args.addr, args.remote, args.dev = "10.9.0.1", None, "rxe0"
     after_ko = os.environ.get("KRPING_KO")
@@ -116,32 +108,20 @@ def main():
     lines = [f"{'size':>8}  {'test':5} {'before':>9} {'after':>9} "
              f"{'after/before':>12}  {'90% interval':13}  verdict"]
     for test, size, iters, key, unit, larger in rows:
-        before, after = runs[(test, "before")], runs[(test, "after")]
-        mb = bench.median_of([{key: v} for v in before if v is not None],
-                             key)
-        ma = bench.median_of([{key: v} for v in after if v is not None],
-                             key)
-        boot = bench.paired_bootstrap(before, after, seed=size)
-        ratio, interval = (boot[0], boot[1:]) if boot else (None, None)
-        v = verdict(interval, args.margin, larger) if interval else "-"
-        out_rows.append({"size": size, "test": test, "iterations": iters,
-                         "unit": unit, "before": mb, "after": ma,
-                         "ratio": ratio, "interval": interval,
-                         "verdict": v, "before_runs": before,
-                         "after_runs": after})
-        iv = (f"{interval[0]:.3f}..{interval[1]:.3f}" if interval
-              else "-")
-        lines.append(f"{size:>8}  {test:5} {fmt(mb):>9} {fmt(ma):>9} "
-                     f"{fmt(ratio, 3):>12}  {iv:13}  {v}")
+        row, line = bench.paired_row(
+            test, size, iters, unit,
+            (("before", runs[(test, "before")]),
+             ("after", runs[(test, "after")])), key,
+            lambda iv: verdict(iv, args.margin, larger), 12)
+        out_rows.append(row)
+        lines.append(line)
     lines.append(f"# {args.reps} rounds over rxe0, each module first in "
                  f"every other; margin {args.margin:.0%}; latency: usec "
                  f"median, bandwidth: MB/s average (2^20)")
-    table = "\n".join(lines)
-    print(table)
-    bench.write_outputs(args.out, "ab",
-                        {"rows": out_rows, "reps": args.reps,
-                         "before_ko": args.before_ko, "after_ko": after_ko,
-                         "margin": args.margin, "raw": b.raw}, table)
+    bench.publish(args.out, "ab",
+                  {"rows": out_rows, "reps": args.reps,
+                   "before_ko": args.before_ko, "after_ko": after_ko,
+                   "margin": args.margin, "raw": b.raw}, lines)
 
 
 if __name__ == "__main__":

@@ -559,6 +559,48 @@ def paired_bootstrap(lo_runs, hi_runs, seed, n=2000):
     return statistics.median(ratios), meds[n // 20], meds[n - 1 - n // 20]
 
 
+def paired_parser(doc, port_base):
+    """The argument parser of a table of paired rounds (faults.py,
+    ab.py): its help from doc, and the options every such table has."""
+    ap = argparse.ArgumentParser(
+        description=doc.split("\n\n")[0], epilog=doc.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--txdepth", type=int, default=TXDEPTH)
+    ap.add_argument("--port-base", type=int, default=port_base)
+    ap.add_argument("--cmd-timeout", type=int, default=180)
+    ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
+    return ap
+
+
+# Paired rounds below this many give no verdict.
+MIN_PAIRED_ROUNDS = 5
+
+
+def paired_row(test, size, iters, unit, sides, key, judge, width):
+    """A row of paired rounds: its JSON record and its table line. sides
+    is ((name, runs), (name, runs)), the ratio's denominator first; the
+    record has each side's median figure, the median of the rounds'
+    ratios, its 90 % interval and judge(interval), the verdict ("undecided"
+    below MIN_PAIRED_ROUNDS rounds); width is the ratio column's."""
+    (lo, lo_runs), (hi, hi_runs) = sides
+    ml = median_of([{key: v} for v in lo_runs if v is not None], key)
+    mh = median_of([{key: v} for v in hi_runs if v is not None], key)
+    boot = paired_bootstrap(lo_runs, hi_runs, seed=size)
+    ratio, interval = (boot[0], boot[1:]) if boot else (None, None)
+    rounds = sum(1 for lo_v, hi_v in zip(lo_runs, hi_runs)
+                 if lo_v and hi_v is not None)
+    # a bootstrap of a few rounds is as narrow as their spread, not wider
+    verdict = (judge(interval) if rounds >= MIN_PAIRED_ROUNDS
+               else "undecided" if interval else "-")
+    iv = f"{interval[0]:.3f}..{interval[1]:.3f}" if interval else "-"
+    line = (f"{size:>8}  {test:5} {fmt(ml):>9} {fmt(mh):>9} "
+            f"{fmt(ratio, 3):>{width}}  {iv:13}  {verdict}")
+    return {"size": size, "test": test, "iterations": iters, "unit": unit,
+            lo: ml, hi: mh, "ratio": ratio, "interval": interval,
+            "verdict": verdict, f"{lo}_runs": lo_runs,
+            f"{hi}_runs": hi_runs}, line
+
+
 def bootstrap(kruns, pruns, target, seed, n=2000):
     """How firmly the runs decide a row: (support, low, high), where
     support is the fraction of n bootstrap resamples (each tool's runs
@@ -598,6 +640,13 @@ def wlat_beside_reads(b, args, ropcie):
             "ratio": rv / av if rv is not None and av else None,
             "unit": "usec median", "target": "info", "met": None,
             "ropcie_runs": runs}
+
+
+def publish(out, stem, doc, lines):
+    """Print the table of lines and write it with doc (write_outputs())."""
+    table = "\n".join(lines)
+    print(table)
+    write_outputs(out, stem, doc, table)
 
 
 def write_outputs(out, stem, doc, table):

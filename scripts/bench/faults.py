@@ -34,14 +34,13 @@ the checks are not executed at all. Normally run by scripts/bench/run.sh
 runs fall in two modes); writes faults.json and faults.txt to --out.
 """
 
-import argparse
 import os
 import subprocess
 import sys
 import time
 
 import bench
-from bench import fmt, log
+from bench import log
 
 sys.path.insert(0, os.path.join(bench.REPO, "selftests"))
 from lib import krping  # noqa: E402
@@ -84,21 +83,14 @@ def verdict(test, interval, margin):
 
 
 def main():
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = bench.paired_parser(__doc__, port_base=19200)
     ap.add_argument("--reps", type=int, default=10,
                     help="rounds; each runs every row once in each state")
     ap.add_argument("--margin", type=float, default=0.05,
                     help="the cost below which the verdict is no cost")
-    ap.add_argument("--txdepth", type=int, default=bench.TXDEPTH)
-    ap.add_argument("--port-base", type=int, default=19200)
-    ap.add_argument("--cmd-timeout", type=int, default=180)
     ap.add_argument("--out-ko", metavar="KO",
                     help="compare the key off with this ropcie.ko, built "
                     "with KCFLAGS=-DROPCIE_FAULT_CHECKS=0")
-    ap.add_argument("--out", default=os.environ.get("KRPING_OUT", "."))
     args = ap.parse_args()
     args.addr, args.remote, args.dev = bench.ROPCIE_ADDR, None, "rxe0"
     if not os.environ.get("ROPCIE_KO"):
@@ -131,29 +123,19 @@ def main():
     lines = [f"{'size':>8}  {'test':5} {lo:>9} {hi:>9} {hi + '/' + lo:>7}"
              f"  {'90% interval':13}  verdict"]
     for test, size, iters, key, unit in ROWS:
-        off, on = runs[(test, size, lo)], runs[(test, size, hi)]
-        mo = bench.median_of([{key: v} for v in off if v is not None], key)
-        mn = bench.median_of([{key: v} for v in on if v is not None], key)
-        boot = bench.paired_bootstrap(off, on, seed=size)
-        ratio, interval = (boot[0], boot[1:]) if boot else (None, None)
-        v = verdict(test, interval, args.margin) if interval else "-"
-        rows.append({"size": size, "test": test, "iterations": iters,
-                     "unit": unit, lo: mo, hi: mn, "ratio": ratio,
-                     "interval": interval, "verdict": v,
-                     f"{lo}_runs": off, f"{hi}_runs": on})
-        iv = (f"{interval[0]:.3f}..{interval[1]:.3f}" if interval
-              else "-")
-        lines.append(f"{size:>8}  {test:5} {fmt(mo):>9} {fmt(mn):>9} "
-                     f"{fmt(ratio, 3):>7}  {iv:13}  {v}")
+        row, line = bench.paired_row(
+            test, size, iters, unit,
+            ((lo, runs[(test, size, lo)]), (hi, runs[(test, size, hi)])),
+            key, lambda iv: verdict(test, iv, args.margin), 7)
+        rows.append(row)
+        lines.append(line)
     lines.append(f"# {args.reps} rounds, each state first in every other; "
                  f"margin {args.margin:.0%}; wlat: usec median, "
                  f"bw: MB/s average (2^20)")
-    table = "\n".join(lines)
-    print(table)
-    bench.write_outputs(args.out, "faults",
-                        {"rows": rows, "reps": args.reps, "states": [lo, hi],
-                         "out_ko": args.out_ko, "margin": args.margin,
-                         "raw": b.raw}, table)
+    bench.publish(args.out, "faults",
+                  {"rows": rows, "reps": args.reps, "states": [lo, hi],
+                   "out_ko": args.out_ko, "margin": args.margin,
+                   "raw": b.raw}, lines)
 
 
 if __name__ == "__main__":
