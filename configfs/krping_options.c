@@ -129,9 +129,10 @@ static const struct krping_opt krping_opts[] = {
 /*
  * Each row holds to its field, which the table accesses with the width
  * the row says: a NUM field has the row's type, one of u8, u16 and u32,
- * whose range holds the row's min and max; a BOOL field is a bool (stored through
- * a u8); an ENUM field is its enum krping_<field>, the size of a u32
- * (stored through one), with a name for each of its values.
+ * whose range holds the row's min and max; a BOOL field is a bool
+ * (stored through a u8); an ENUM field is its enum krping_<field>, the
+ * size of a u32 (stored through one), with a name for each of its
+ * values.
  * Never used at run time.
  */
 #define KRPING_FIELD_IS(_field, _type)					\
@@ -148,9 +149,12 @@ static const struct krping_opt krping_opts[] = {
 #define KRPING_CHECK_BOOL(_field, ...)					\
 	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, bool))
 #define KRPING_CHECK_ENUM(_field, _last, ...)				\
-	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, enum krping_##_field) || \
-			  sizeof(enum krping_##_field) != sizeof(u32) ||	\
-			  ARRAY_SIZE(krping_##_field##_names) != (_last) + 1)
+	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field,			\
+					   enum krping_##_field) ||	\
+			  sizeof(enum krping_##_field) !=		\
+			  sizeof(u32) ||				\
+			  ARRAY_SIZE(krping_##_field##_names) !=	\
+			  (_last) + 1)
 #define KRPING_CHECK_ADDR(_field, ...)					\
 	BUILD_BUG_ON_ZERO(!KRPING_FIELD_IS(_field, struct sockaddr_storage))
 

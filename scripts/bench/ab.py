@@ -20,7 +20,7 @@ One row per test and size:
   verdict        "same" when the whole interval lies within --margin of
                  1, "slower" or "faster" when it lies wholly beyond on
                  that side, else "undecided": more rounds (--reps) would
-                 be needed
+                 be needed (always below 5 rounds)
 
 Normally run by scripts/bench/run.sh (KRPING_BENCH_TABLES=ab, with
 KRPING_AB_BEFORE naming the git revision to build the before module

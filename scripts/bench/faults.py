@@ -26,7 +26,8 @@ One row per test and size:
   verdict   "no cost" when the whole interval lies within --margin of 1
             on the costly side (latency up to 1 + margin, bandwidth down
             to 1 - margin), "costs" when it lies wholly beyond, else
-            "undecided": more rounds (--reps) would be needed
+            "undecided": more rounds (--reps) would be needed (always
+            below 5 rounds)
 
 The key-on state is an upper bound of the key-off one: with the key off
 the checks are not executed at all. Normally run by scripts/bench/run.sh

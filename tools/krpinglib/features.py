@@ -79,4 +79,5 @@ class Features:
         """What the option takes, to follow a refused value; "" if
         unknown."""
         o = self.options.get(attr) if self.options else None
-        return f": {attr} takes {o.takes()}" if o else ""
+        known = o and o.kind in ("number", "bool", "enum", "addr")
+        return f": {attr} takes {o.takes()}" if known else ""

@@ -127,6 +127,9 @@ class Ssh:
 
 # Remote shells report a failed write as "...: <strerror>".
 ERRNO_OF_TEXT = {os.strerror(e): e for e in errno.errorcode}
+# dash's and busybox sh's words for a redirection into a missing directory
+ERRNO_OF_TEXT.update({"Directory nonexistent": errno.ENOENT,
+                      "nonexistent directory": errno.ENOENT})
 
 
 def errno_of(stderr):

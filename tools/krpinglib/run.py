@@ -10,7 +10,8 @@ import sys
 import time
 
 from .abi import MAX_SIZE, TERMINAL
-from .errors import ERROR_HINTS, CliError, Interrupted, errname
+from .errors import (ERROR_HINTS, CliError, Interrupted, describe_errno,
+                     errname)
 from .report import (Printer, failure_text, figures, print_histograms,
                      print_json, print_per_qp, read_histogram, read_per_qp,
                      rlat_note, run_ok)
@@ -94,8 +95,11 @@ class Runner:
             if not remote and e.errno in (errno.EACCES, errno.EPERM):
                 raise CliError(f"cannot create {cfg}: permission denied "
                                f"(run as root)") from None
-            raise CliError(f"cannot create {e.filename or cfg}: "
-                           f"{e.strerror}") from None
+            if remote:        # strerror: the remote shell's message
+                raise CliError(f"cannot create {e.filename}: "
+                               f"{e.strerror}") from None
+            raise CliError(f"cannot create {cfg}: "
+                           f"{describe_errno(e.errno)}") from None
 
     def finish(self, sess):
         sess.close()

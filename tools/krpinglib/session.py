@@ -210,7 +210,7 @@ class Session:
         for k in ("size", "count", "qps"):
             if r[k] is not None:
                 r[k] = int(r[k])
-        r["state"] = self.read_state()
+        r["state"] = self.state
         r["error"] = self.error
         r["device"] = self.device
         for k in FAILED_WC:

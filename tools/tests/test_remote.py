@@ -20,16 +20,18 @@ ATTRS = ("role", "addr", "port", "count", "size", "start")
 
 
 class LocalShell:
-    """A transport: each command in its own bash, here."""
+    """A transport: each command in its own shell (bash, or another
+    POSIX one), here."""
 
     dest = "hostb"
 
-    def __init__(self):
+    def __init__(self, shell="bash"):
         self.commands = []
+        self.shell = shell
 
     def cmd(self, command, check=False, timeout=None):
         self.commands.append(command)
-        cp = subprocess.run(["bash", "-c", command], capture_output=True,
+        cp = subprocess.run([self.shell, "-c", command], capture_output=True,
                             text=True, timeout=timeout or 30)
         assert not check or cp.returncode == 0, cp.stderr
         return cp
@@ -48,10 +50,10 @@ def host(tmp_path, monkeypatch):
     return cfg, sysfs
 
 
-def session(host, name="r1"):
+def session(host, name="r1", shell="bash"):
     """A RemoteSession whose directory has the attribute files a session
     has (plain files here) and a state."""
-    sess = remote.RemoteSession(LocalShell(), name)
+    sess = remote.RemoteSession(LocalShell(shell), name)
     cfg, sysfs = host
     for attr in ATTRS:
         (cfg / name / attr).write_text("")
@@ -64,6 +66,21 @@ def session(host, name="r1"):
 def args(*flags):
     return cli.build_parser().parse_args(
         ["run", "--addr", "10.0.0.1", *map(str, flags)])
+
+
+def test_a_session_that_exists_there(host):
+    """RemoteSession's own mkdir, through the transport: FileExistsError
+    naming the path and host, which Runner.make() words."""
+    session(host)
+    with pytest.raises(FileExistsError) as e:
+        remote.RemoteSession(LocalShell(), "r1")
+    assert e.value.filename == f"{host[0]}/r1 on hostb"
+    runner = run.Runner.__new__(run.Runner)
+    runner.ssh = LocalShell()
+    with pytest.raises(CliError) as c:
+        runner.make("r1", True)
+    assert str(c.value) == ("session 'r1' exists already on hostb; pick "
+                            "another --name")
 
 
 def test_an_option_the_remote_module_lacks_is_refused_before_any_write(host):
@@ -102,8 +119,9 @@ def test_a_refused_value_names_the_host_and_what_it_takes(host):
                             "directory): size takes 1..4194304")
 
 
-def test_a_session_gone_there_is_enoent_not_eio(host):
-    sess = session(host)
+@pytest.mark.parametrize("shell", ["bash", "dash"])
+def test_a_session_gone_there_is_enoent_not_eio(host, shell):
+    sess = session(host, shell=shell)
     for f in (host[0] / "r1").iterdir():
         f.unlink()
     (host[0] / "r1").rmdir()
@@ -138,11 +156,13 @@ def test_an_unreadable_features_file_names_itself(host):
         (errno.EISDIR, f"{host[0]}/features on hostb")
 
 
-def test_remote_wait_reports_the_states_it_read(host):
+def test_remote_wait_reports_the_states_it_read(host, monkeypatch):
+    monkeypatch.setattr(remote.RemoteSession, "WAIT_CHUNK", 1)
     sess = session(host)
     seen = []
-    assert sess.wait(("done", "failed"), timeout=1, seen=seen) is None
-    assert seen == ["idle"]
+    assert sess.wait(("done", "failed"), timeout=2.5, seen=seen) is None
+    # several loops there, each of which read idle: seen once
+    assert len(sess.ssh.commands) >= 2 and seen == ["idle"]
     (host[1] / "r1" / "state").write_text("done\n")
     assert sess.wait(("done",), timeout=5, seen=seen) == "done"
     assert seen == ["idle", "done"]
@@ -157,6 +177,8 @@ def test_remote_wait_reports_the_states_it_read(host):
     (True, FileExistsError(errno.EEXIST, "mkdir: cannot create directory: "
                                          "File exists"),
      "session 'k1' exists already on hostb; pick another --name"),
+    (False, OSError(errno.ENAMETOOLONG, "File name too long"),
+     "cannot create {cfg}/k1: ENAMETOOLONG (File name too long)"),
     (True, OSError(errno.EIO, "sh: 1: mkdir: not found", "/x/k1 on hostb"),
      "cannot create /x/k1 on hostb: sh: 1: mkdir: not found")])
 def test_a_session_that_cannot_be_made(tmp_path, monkeypatch, remote_host,
