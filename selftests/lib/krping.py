@@ -300,6 +300,11 @@ class SessionChecks:
         snap["start"] = self.get("start")
         return snap
 
+    def stop(self):
+        """Write start=0; raises what the module refuses (the CLI's
+        stop() ignores it, the tests check it)."""
+        self.set("start", 0)
+
     def try_start(self):
         """start(), returning 0 or the errno of the refusal."""
         try:
